@@ -1,0 +1,39 @@
+# CPU build of the native addon (node-gyp; `npm install` / `npm run build:native`).
+# The source list lives in native/sources.json, shared with CMakeLists.txt (the CUDA build).
+# No -mavx2/-march flags: SIMD kernels are compiled per function (target attributes) and chosen
+# at run time, so this one binary runs on any x86-64 or arm64 CPU.
+{
+  "targets": [
+    {
+      "target_name": "platform",
+      "sources": [
+        "<!@(node -p \"require('./native/sources.json').cpu.join(' ')\")"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")"
+      ],
+      "defines": [
+        "NAPI_VERSION=8",
+        "NAPI_CPP_EXCEPTIONS",
+        "PLATFORM_VERSION=<!(node -p \"require('./package.json').version\")"
+      ],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions"],
+      "cflags": ["-O3"],
+      "cflags_cc": ["-std=c++17", "-O3", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "xcode_settings": {
+        "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+        "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+        "CLANG_CXX_LIBRARY": "libc++",
+        "MACOSX_DEPLOYMENT_TARGET": "10.15",
+        "GCC_OPTIMIZATION_LEVEL": "3"
+      },
+      "msvs_settings": {
+        "VCCLCompilerTool": {
+          "ExceptionHandling": 1,
+          "AdditionalOptions": ["/std:c++17", "/O2"]
+        }
+      }
+    }
+  ]
+}

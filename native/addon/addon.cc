@@ -1,0 +1,18 @@
+// Module entry point: the N-API surface of the native engine. Files in addon/ only check
+// arguments and move work off the JavaScript thread; the work itself lives in core/ and cpu/.
+#include <napi.h>
+
+#include "engine_info.h"
+#include "gemm_binding.h"
+
+namespace {
+
+Napi::Object InitPlatform(Napi::Env env, Napi::Object exports) {
+  exports.Set("engineInfo", Napi::Function::New(env, platform::addon::EngineInfo, "engineInfo"));
+  platform::addon::register_gemm(env, exports);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(platform, InitPlatform)

@@ -1,0 +1,60 @@
+// Access tokens: HS256 JWTs that live 24 hours, signed with jose. The subject is the API key id,
+// so that revoking the key can be checked on every request.
+import crypto from 'node:crypto';
+import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+
+export const TOKEN_LIFETIME_SECONDS = 24 * 60 * 60;
+const ISSUER = 'model-serving-platform';
+
+export interface IssuedToken {
+  accessToken: string;
+  /** Unix seconds. */
+  expiredAt: number;
+}
+
+export type TokenFailure = 'expired' | 'invalid';
+
+export class TokenVerificationError extends Error {
+  constructor(readonly reason: TokenFailure) {
+    super(reason === 'expired' ? 'access token expired' : 'access token is invalid');
+  }
+}
+
+export class TokenIssuer {
+  constructor(
+    private readonly secret: Uint8Array,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  async issue(keyId: string): Promise<IssuedToken> {
+    const now = Math.floor(this.clock() / 1000);
+    const expiredAt = now + TOKEN_LIFETIME_SECONDS;
+    const accessToken = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setIssuer(ISSUER)
+      .setSubject(keyId)
+      .setIssuedAt(now)
+      .setExpirationTime(expiredAt)
+      .setJti(crypto.randomUUID())
+      .sign(this.secret);
+    return { accessToken, expiredAt };
+  }
+
+  /** Returns the key id the token was issued for. */
+  async verify(token: string): Promise<string> {
+    try {
+      const { payload } = await jwtVerify(token, this.secret, {
+        algorithms: ['HS256'],
+        issuer: ISSUER,
+        currentDate: new Date(this.clock()),
+        requiredClaims: ['sub', 'exp', 'iat'],
+      });
+      if (typeof payload.sub !== 'string') throw new TokenVerificationError('invalid');
+      return payload.sub;
+    } catch (err) {
+      if (err instanceof TokenVerificationError) throw err;
+      if (err instanceof joseErrors.JWTExpired) throw new TokenVerificationError('expired');
+      throw new TokenVerificationError('invalid');
+    }
+  }
+}

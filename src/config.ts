@@ -1,0 +1,75 @@
+// Host configuration, read once from the environment. Every value is checked here so that a
+// typo fails at start with one line naming the variable, not later with a confusing error.
+import path from 'node:path';
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  modelsDir: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** HS256 secret from PLATFORM_TOKEN_SECRET; when absent one is made in DATA_DIR. */
+  tokenSecret: string | undefined;
+  metricsPublic: boolean;
+  /** Largest accepted request body, in bytes (413 beyond it). */
+  bodyLimitBytes: number;
+  /** Failed key exchanges allowed per client address within the window before 429. */
+  authFailureLimit: number;
+  authFailureWindowMs: number;
+  /** How long shutdown waits for in-flight requests before giving up. */
+  shutdownTimeoutMs: number;
+  /** Largest ONNX upload, in bytes. */
+  maxBuildBytes: number;
+  /** Dynamic batching of predict requests per build. */
+  batching: { maxBatchRows: number; maxWaitMicros: number; maxInFlight: number };
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = (env[name] ?? '').trim().toLowerCase();
+  if (raw === '' || raw === '0' || raw === 'false' || raw === 'no') return false;
+  if (raw === '1' || raw === 'true' || raw === 'yes') return true;
+  throw new ConfigError(`${name} must be 1 or 0, got "${env[name]}"`);
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const logLevel = (env.LOG_LEVEL ?? 'info').trim().toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+  }
+  const tokenSecret = env.PLATFORM_TOKEN_SECRET?.length ? env.PLATFORM_TOKEN_SECRET : undefined;
+  if (tokenSecret !== undefined && Buffer.byteLength(tokenSecret) < 32) {
+    throw new ConfigError('PLATFORM_TOKEN_SECRET must be at least 32 bytes long');
+  }
+  return {
+    host: env.HOST?.trim() || '127.0.0.1',
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    dataDir: path.resolve(env.DATA_DIR?.trim() || './data'),
+    modelsDir: path.resolve(env.MODELS_DIR?.trim() || './models'),
+    logLevel: logLevel as Config['logLevel'],
+    tokenSecret,
+    metricsPublic: flag(env, 'METRICS_PUBLIC'),
+    bodyLimitBytes: integer(env, 'MAX_BODY_BYTES', 32 * 1024 * 1024, 1024, 2 ** 31 - 1),
+    authFailureLimit: integer(env, 'AUTH_FAILURE_LIMIT', 10, 1, 1_000_000),
+    authFailureWindowMs: integer(env, 'AUTH_FAILURE_WINDOW_SECONDS', 60, 1, 86_400) * 1000,
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
+    maxBuildBytes: integer(env, 'MAX_BUILD_BYTES', 512 * 1024 * 1024, 1024, 2 ** 31 - 1),
+    batching: {
+      maxBatchRows: integer(env, 'PREDICT_MAX_BATCH_ROWS', 1024, 1, 1_000_000),
+      maxWaitMicros: integer(env, 'PREDICT_MAX_WAIT_MICROS', 300, 0, 1_000_000),
+      maxInFlight: integer(env, 'PREDICT_MAX_IN_FLIGHT', 2, 1, 64),
+    },
+  };
+}

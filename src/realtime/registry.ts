@@ -1,0 +1,87 @@
+// What is live, in memory: per model, the deployment serving it and one LoadedBuild per
+// variation. Builds are shared between variations and deployments and reference-counted, so a
+// redeploy that keeps a build does not recompile it, and a build is freed when nothing uses it.
+import type { BuildStore } from './builds.js';
+import type { BatcherOptions } from './batcher.js';
+import { LoadedBuild, type CompileModel } from './loaded-build.js';
+import type { TrafficConfig } from './traffic.js';
+
+export interface LiveModel {
+  deploymentId: string;
+  traffic: TrafficConfig;
+  variations: Map<string, LoadedBuild>;
+}
+
+export class RealtimeRegistry {
+  private readonly live = new Map<string, LiveModel>();
+  private readonly loaded = new Map<string, { build: Promise<LoadedBuild>; refs: number }>();
+
+  constructor(
+    private readonly builds: BuildStore,
+    private readonly compile: CompileModel,
+    private readonly batching: BatcherOptions,
+    private readonly onBatch?: (buildId: string, rows: number, requests: number) => void,
+  ) {}
+
+  get(modelId: string): LiveModel | undefined {
+    return this.live.get(modelId);
+  }
+
+  /** Loads (or shares) every build the traffic names; on failure releases what it took. */
+  async acquire(traffic: TrafficConfig): Promise<Map<string, LoadedBuild>> {
+    const taken: string[] = [];
+    const variations = new Map<string, LoadedBuild>();
+    try {
+      for (const [variation, buildId] of Object.entries(traffic.variations)) {
+        taken.push(buildId);
+        variations.set(variation, await this.take(buildId));
+      }
+    } catch (err) {
+      for (const id of taken) this.release(id);
+      throw err;
+    }
+    return variations;
+  }
+
+  /** Swaps the model's live state; the builds the old state held are released. */
+  setLive(modelId: string, deploymentId: string, traffic: TrafficConfig, variations: Map<string, LoadedBuild>): void {
+    const previous = this.live.get(modelId);
+    this.live.set(modelId, { deploymentId, traffic, variations });
+    if (previous) for (const buildId of Object.values(previous.traffic.variations)) this.release(buildId);
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.loaded.values()];
+    this.loaded.clear();
+    this.live.clear();
+    await Promise.all(all.map(async (entry) => (await entry.build.catch(() => undefined))?.dispose()));
+  }
+
+  private take(buildId: string): Promise<LoadedBuild> {
+    const entry = this.loaded.get(buildId);
+    if (entry) {
+      entry.refs++;
+      return entry.build;
+    }
+    const build = Promise.resolve().then(() => {
+      const prepared = this.builds.prepare(buildId);
+      const compiled = this.compile(prepared.model);
+      return new LoadedBuild(buildId, prepared.schema, compiled, this.batching, (rows, requests) => this.onBatch?.(buildId, rows, requests));
+    });
+    this.loaded.set(buildId, { build, refs: 1 });
+    // A build that failed to load is forgotten, so that a later deploy tries again.
+    build.catch(() => {
+      if (this.loaded.get(buildId)?.build === build) this.loaded.delete(buildId);
+    });
+    return build;
+  }
+
+  private release(buildId: string): void {
+    const entry = this.loaded.get(buildId);
+    if (!entry) return;
+    entry.refs--;
+    if (entry.refs > 0) return;
+    this.loaded.delete(buildId);
+    void entry.build.then((b) => b.dispose(), () => undefined);
+  }
+}

@@ -1,0 +1,139 @@
+// The Fastify app: plugins for errors, validation, auth and each area's routes. It holds no
+// process state of its own (no signals, no listening), so tests build it in-process and main.ts
+// wraps it for production.
+import crypto from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import type { Db } from '../store/database.js';
+import { ApiKeyStore } from '../auth/api-keys.js';
+import { FailureLimiter } from '../auth/failure-limiter.js';
+import { resolveTokenSecret } from '../auth/token-secret.js';
+import { TokenIssuer } from '../auth/tokens.js';
+import { bearerAuth } from './authenticate.js';
+import { installErrorHandling } from './error-handler.js';
+import { createMetricsRegistry, instrumentRequests, metricsRoute } from './metrics.js';
+import { engineRoutes } from './routes/engine.js';
+import { healthRoutes } from './routes/health.js';
+import { keysRoutes } from './routes/keys.js';
+import { tokenRoutes } from './routes/token.js';
+import { validatorCompiler } from './validation.js';
+import { modelRoutes } from './routes/models.js';
+import { predictRoutes } from './routes/predict.js';
+import { BuildStore } from '../realtime/builds.js';
+import { Deployer } from '../realtime/deployer.js';
+import { DeploymentStore } from '../realtime/deployments.js';
+import type { CompileModel } from '../realtime/loaded-build.js';
+import { createPredictMetrics } from '../realtime/metrics.js';
+import { ModelStore } from '../realtime/models.js';
+import { RealtimeRegistry } from '../realtime/registry.js';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  /** What the native engine reports about itself. */
+  engineInfo: () => object;
+  /** Compiles a normalised ONNX model with the native tabular executor. */
+  compileTabular: CompileModel;
+  /** Milliseconds since the epoch; tests inject a clock to expire tokens. */
+  clock?: () => number;
+  /** Where logs go; defaults to stdout. */
+  logStream?: NodeJS.WritableStream;
+}
+
+export interface App {
+  server: FastifyInstance;
+  metrics: Registry;
+  keys: ApiKeyStore;
+  tokens: TokenIssuer;
+  deployer: Deployer;
+  /** Marks the app as draining: /readyz answers 503 from then on. */
+  beginShutdown(): void;
+}
+
+// Keys, tokens and secrets never reach the log, whatever a later log line includes.
+const REDACT = [
+  'req.headers.authorization',
+  'headers.authorization',
+  'authorization',
+  'platformApiKey',
+  '*.platformApiKey',
+  'accessToken',
+  '*.accessToken',
+  'key',
+  '*.key',
+];
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config, db } = deps;
+  const clock = deps.clock ?? Date.now;
+  const logger: FastifyServerOptions['logger'] = {
+    level: config.logLevel,
+    redact: { paths: REDACT, censor: '[redacted]' },
+    ...(deps.logStream ? { stream: deps.logStream } : {}),
+  };
+  const server = Fastify({
+    logger,
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: () => crypto.randomUUID(),
+    requestIdLogLabel: 'requestId',
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+  server.setValidatorCompiler(validatorCompiler);
+  // Only JSON is accepted unless a route says otherwise (ONNX uploads add octet-stream).
+  server.removeContentTypeParser('text/plain');
+  installErrorHandling(server, config.bodyLimitBytes);
+  server.decorateRequest('apiKeyId', null);
+  let ready = true;
+  server.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    // While draining, close each connection after its response instead of keeping it alive.
+    if (!ready) reply.header('connection', 'close');
+  });
+
+  const keys = new ApiKeyStore(db, clock);
+  const tokens = new TokenIssuer(resolveTokenSecret(config.dataDir, config.tokenSecret), clock);
+  const limiter = new FailureLimiter(config.authFailureLimit, config.authFailureWindowMs, clock);
+  const metrics = createMetricsRegistry();
+  instrumentRequests(server, metrics);
+
+  const models = new ModelStore(db, clock);
+  const builds = new BuildStore(db, config.dataDir, clock);
+  const deployments = new DeploymentStore(db, clock);
+  const predictMetrics = createPredictMetrics(metrics);
+  const registry = new RealtimeRegistry(builds, deps.compileTabular, config.batching, (buildId, rows) =>
+    predictMetrics.batchRows.observe({ build: buildId }, rows),
+  );
+  const deployer = new Deployer(models, builds, deployments, registry, server.log);
+  await deployer.restore();
+  server.addHook('onClose', async () => {
+    await deployer.idle();
+    await registry.close();
+  });
+
+  await server.register(healthRoutes, { isReady: () => ready });
+  await server.register(tokenRoutes, { keys, tokens, limiter });
+  if (config.metricsPublic) await server.register(metricsRoute, { registry: metrics });
+
+  // Everything registered in here requires a bearer token.
+  await server.register(async (api) => {
+    api.addHook('onRequest', bearerAuth(tokens, keys));
+    if (!config.metricsPublic) await api.register(metricsRoute, { registry: metrics });
+    await api.register(keysRoutes, { keys });
+    await api.register(engineRoutes, { engineInfo: deps.engineInfo });
+    await api.register(modelRoutes, { models, builds, deployments, deployer, maxBuildBytes: config.maxBuildBytes });
+    await api.register(predictRoutes, { models, deployments, registry, metrics: predictMetrics });
+  });
+
+  return {
+    server,
+    metrics,
+    keys,
+    tokens,
+    deployer,
+    beginShutdown: () => {
+      ready = false;
+    },
+  };
+}

@@ -1,0 +1,41 @@
+// The bearer-token hook. Registered on the authenticated part of the app (every route but the
+// health checks and the token exchange), it admits a request only with a valid, unexpired token
+// whose API key has not been revoked since the token was issued.
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import { ApiError } from '../errors.js';
+import type { ApiKeyStore } from '../auth/api-keys.js';
+import { TokenVerificationError, type TokenIssuer } from '../auth/tokens.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Id of the API key the caller's token was issued for. */
+    apiKeyId: string | null;
+  }
+}
+
+const unauthenticated = (message: string, invalidToken: boolean) =>
+  new ApiError('unauthenticated', message, null, {
+    'www-authenticate': invalidToken ? 'Bearer error="invalid_token"' : 'Bearer',
+  });
+
+export function bearerAuth(tokens: TokenIssuer, keys: ApiKeyStore): onRequestHookHandler {
+  return async function authenticate(request: FastifyRequest, _reply: FastifyReply) {
+    const header = request.headers.authorization;
+    if (header === undefined || header.trim() === '') {
+      throw unauthenticated('missing Authorization header; send "Authorization: Bearer <token>"', false);
+    }
+    const match = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header);
+    if (!match) throw unauthenticated('malformed Authorization header; expected "Bearer <token>"', true);
+    let keyId: string;
+    try {
+      keyId = await tokens.verify(match[1]!);
+    } catch (err) {
+      if (err instanceof TokenVerificationError && err.reason === 'expired') {
+        throw unauthenticated('access token expired; exchange your API key for a new one', true);
+      }
+      throw unauthenticated('access token is invalid', true);
+    }
+    if (!keys.isActive(keyId)) throw unauthenticated('the API key behind this token was revoked', true);
+    request.apiKeyId = keyId;
+  };
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+// `npm start`: reads the configuration, loads the native engine and the database, serves, and
+// on SIGTERM or SIGINT drains in-flight requests, closes the database and exits 0.
+import { loadConfig, ConfigError } from '../config.js';
+import { loadAddon, AddonLoadError } from '../native/addon.js';
+import { openDatabase, type Db } from '../store/database.js';
+import { buildApp } from './app.js';
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`platform: ${message}\n`);
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message, 2);
+    throw err;
+  }
+
+  let addon;
+  try {
+    addon = loadAddon();
+  } catch (err) {
+    if (err instanceof AddonLoadError) fail(err.message, 1);
+    throw err;
+  }
+
+  let db: Db;
+  try {
+    db = openDatabase(config.dataDir);
+  } catch (err) {
+    fail(`cannot open the database in DATA_DIR (${config.dataDir}): ${(err as Error).message}`, 1);
+  }
+
+  const app = await buildApp({
+    config,
+    db,
+    engineInfo: () => addon.engineInfo(),
+    compileTabular: () => {
+      throw new Error('the native tabular executor is not part of this build yet');
+    },
+  });
+  const { server } = app;
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) {
+      server.log.warn({ signal }, 'second signal: exiting without waiting');
+      process.exit(1);
+    }
+    stopping = true;
+    app.beginShutdown();
+    server.log.info({ signal }, 'shutting down: finishing requests in flight');
+    const timer = setTimeout(() => {
+      server.log.error('requests still in flight after the shutdown timeout; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    await server.close();
+    db.close();
+    server.log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+
+  try {
+    await server.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    db.close();
+    fail(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, 1);
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`platform: unexpected start-up failure: ${(err as Error)?.message ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,33 @@
+// Prometheus metrics through prom-client: one registry per app (so tests can run several hosts
+// in one process), the process's default metrics and a request-latency histogram per route.
+// Later areas register their own metrics on `registry`.
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export function createMetricsRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+export function instrumentRequests(app: FastifyInstance, registry: Registry): void {
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by method, route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    // Unmatched paths share one label, so that probing random URLs cannot grow the series.
+    const route = request.routeOptions.url ?? 'unmatched';
+    duration.observe({ method: request.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+}
+
+export const metricsRoute: FastifyPluginAsync<{ registry: Registry }> = async (app, { registry }) => {
+  app.get('/metrics', { schema: { response: { 200: { type: 'string' } } } }, async (_request, reply) => {
+    reply.type(registry.contentType);
+    return registry.metrics();
+  });
+};

@@ -1,0 +1,20 @@
+// Liveness and readiness probes, without auth, for load balancers and orchestrators.
+import type { FastifyPluginAsync } from 'fastify';
+import { ApiError } from '../../errors.js';
+import { responses } from '../schemas.js';
+
+export interface HealthOptions {
+  /** False once shutdown has begun, so that balancers stop sending new work. */
+  isReady: () => boolean;
+}
+
+const statusBody = { type: 'object', required: ['status'], properties: { status: { type: 'string' } } } as const;
+
+export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, opts) => {
+  app.get('/healthz', { schema: { response: responses({ 200: statusBody }) } }, async () => ({ status: 'ok' }));
+
+  app.get('/readyz', { schema: { response: responses({ 200: statusBody }) } }, async () => {
+    if (!opts.isReady()) throw new ApiError('unavailable', 'the server is shutting down');
+    return { status: 'ready' };
+  });
+};

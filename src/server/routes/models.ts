@@ -1,0 +1,265 @@
+// Management of realtime models: create and list models, upload builds (ONNX as
+// application/octet-stream), deploy a build and follow the deployment's status.
+import type { FastifyPluginAsync } from 'fastify';
+import type { BuildRecord, BuildStore } from '../../realtime/builds.js';
+import type { Deployer } from '../../realtime/deployer.js';
+import type { DeploymentRecord, DeploymentStore } from '../../realtime/deployments.js';
+import type { ModelRecord, ModelStore } from '../../realtime/models.js';
+import { DEFAULT_PROJECT, MODEL_ID_PATTERN, PROJECT_PATTERN } from '../../realtime/names.js';
+import { invalidArgument } from '../../errors.js';
+import { responses } from '../schemas.js';
+
+export interface ModelRouteOptions {
+  models: ModelStore;
+  builds: BuildStore;
+  deployments: DeploymentStore;
+  deployer: Deployer;
+  maxBuildBytes: number;
+}
+
+const modelJson = (m: ModelRecord) => ({ model_id: m.id, project: m.project, description: m.description, kind: m.kind, created_at: m.createdAt });
+
+const buildJson = (b: BuildRecord) => ({
+  build_id: b.id,
+  model_id: b.modelId,
+  sha256: b.sha256,
+  size_bytes: b.sizeBytes,
+  features: b.features,
+  outputs: b.outputs,
+  operators: b.operators,
+  opsets: b.opsets,
+  created_at: b.createdAt,
+});
+
+const deploymentJson = (d: DeploymentRecord) => ({
+  deployment_id: d.id,
+  model_id: d.modelId,
+  status: d.status,
+  reason: d.reason,
+  variation_name: d.variationName,
+  build_id: d.buildId,
+  traffic: d.traffic,
+  created_at: d.createdAt,
+  updated_at: d.updatedAt,
+});
+
+const modelSchema = {
+  type: 'object',
+  required: ['model_id', 'project', 'description', 'kind', 'created_at'],
+  properties: {
+    model_id: { type: 'string' },
+    project: { type: 'string' },
+    description: { type: 'string' },
+    kind: { type: 'string' },
+    created_at: { type: 'integer' },
+  },
+} as const;
+
+const buildSchema = {
+  type: 'object',
+  required: ['build_id', 'model_id', 'sha256', 'size_bytes', 'features', 'outputs', 'operators', 'opsets', 'created_at'],
+  properties: {
+    build_id: { type: 'string' },
+    model_id: { type: 'string' },
+    sha256: { type: 'string' },
+    size_bytes: { type: 'integer' },
+    features: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, type: { type: 'string' } } } },
+    outputs: { type: 'array', items: { type: 'string' } },
+    operators: { type: 'array', items: { type: 'string' } },
+    opsets: { type: 'object', additionalProperties: { type: 'integer' } },
+    created_at: { type: 'integer' },
+  },
+} as const;
+
+const deploymentSchema = {
+  type: 'object',
+  required: ['deployment_id', 'model_id', 'status', 'reason', 'variation_name', 'build_id', 'traffic', 'created_at', 'updated_at'],
+  properties: {
+    deployment_id: { type: 'string' },
+    model_id: { type: 'string' },
+    status: { type: 'string', enum: ['PENDING', 'DEPLOYING', 'LIVE', 'FAILED', 'SUPERSEDED'] },
+    reason: { type: ['string', 'null'] },
+    variation_name: { type: 'string' },
+    build_id: { type: 'string' },
+    traffic: { type: 'object', additionalProperties: true },
+    created_at: { type: 'integer' },
+    updated_at: { type: 'integer' },
+  },
+} as const;
+
+const modelParams = {
+  type: 'object',
+  required: ['model_id'],
+  properties: { model_id: { type: 'string', maxLength: 64 } },
+} as const;
+
+/** `a,b,c` -> ['a', 'b', 'c'], refusing empty names. */
+function nameList(value: string | undefined, param: string): string[] | undefined {
+  if (value === undefined) return undefined;
+  const names = value.split(',').map((n) => n.trim());
+  if (names.some((n) => n === '')) throw invalidArgument(`${param} has an empty name; give comma-separated names`, param);
+  return names;
+}
+
+export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, opts) => {
+  const { models, builds, deployments, deployer } = opts;
+
+  app.post<{ Body: { model_id: string; project?: string; description?: string } }>(
+    '/api/v1/models',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['model_id'],
+          properties: {
+            model_id: { type: 'string', pattern: MODEL_ID_PATTERN },
+            project: { type: 'string', pattern: PROJECT_PATTERN },
+            description: { type: 'string', maxLength: 1024 },
+          },
+        },
+        response: responses({ 201: modelSchema }),
+      },
+    },
+    async (request, reply) => {
+      const { model_id, project = DEFAULT_PROJECT, description = '' } = request.body;
+      reply.code(201);
+      return modelJson(models.create(model_id, project, description));
+    },
+  );
+
+  app.get<{ Querystring: { project?: string } }>(
+    '/api/v1/models',
+    {
+      schema: {
+        querystring: { type: 'object', properties: { project: { type: 'string', maxLength: 64 } } },
+        response: responses({ 200: { type: 'object', required: ['models'], properties: { models: { type: 'array', items: modelSchema } } } }),
+      },
+    },
+    async (request) => ({ models: models.list(request.query.project).map(modelJson) }),
+  );
+
+  app.get<{ Params: { model_id: string } }>(
+    '/api/v1/models/:model_id',
+    {
+      schema: {
+        params: modelParams,
+        response: responses({
+          200: {
+            type: 'object',
+            required: ['model', 'live_deployment', 'deployment_in_progress'],
+            properties: {
+              model: modelSchema,
+              live_deployment: { anyOf: [deploymentSchema, { type: 'null' }] },
+              deployment_in_progress: { anyOf: [deploymentSchema, { type: 'null' }] },
+            },
+          },
+        }),
+      },
+    },
+    async (request) => {
+      const model = models.get(request.params.model_id);
+      const live = deployments.live(model.id);
+      const busy = deployments.inProgress(model.id);
+      return { model: modelJson(model), live_deployment: live ? deploymentJson(live) : null, deployment_in_progress: busy ? deploymentJson(busy) : null };
+    },
+  );
+
+  // Builds arrive as the raw ONNX bytes; names come in the query string.
+  await app.register(async (uploads) => {
+    uploads.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: opts.maxBuildBytes }, (_req, body, done) => done(null, body));
+    uploads.post<{ Params: { model_id: string }; Querystring: { feature_names?: string; output_names?: string }; Body: Buffer }>(
+      '/api/v1/models/:model_id/builds',
+      {
+        bodyLimit: opts.maxBuildBytes,
+        schema: {
+          params: modelParams,
+          querystring: {
+            type: 'object',
+            properties: { feature_names: { type: 'string', maxLength: 1_000_000 }, output_names: { type: 'string', maxLength: 100_000 } },
+          },
+          response: responses({ 201: buildSchema }),
+        },
+      },
+      async (request, reply) => {
+        const model = models.get(request.params.model_id);
+        if (model.kind !== 'realtime') throw invalidArgument(`model "${model.id}" is a library model; it takes no builds`, 'model_id');
+        if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
+          throw invalidArgument('the request body must be the ONNX file, sent as application/octet-stream', 'file');
+        }
+        const featureNames = nameList(request.query.feature_names, 'feature_names');
+        const outputNames = nameList(request.query.output_names, 'output_names');
+        const build = builds.create(model.id, request.body, { featureNames, outputNames });
+        request.log.info({ modelId: model.id, buildId: build.id, bytes: build.sizeBytes }, 'build stored');
+        reply.code(201);
+        return buildJson(build);
+      },
+    );
+  });
+
+  app.get<{ Params: { model_id: string } }>(
+    '/api/v1/models/:model_id/builds',
+    {
+      schema: {
+        params: modelParams,
+        response: responses({ 200: { type: 'object', required: ['builds'], properties: { builds: { type: 'array', items: buildSchema } } } }),
+      },
+    },
+    async (request) => {
+      const model = models.get(request.params.model_id);
+      return { builds: builds.list(model.id).map(buildJson) };
+    },
+  );
+
+  app.post<{ Params: { model_id: string }; Body: { build_id: string; variation_name?: string } }>(
+    '/api/v1/models/:model_id/deployments',
+    {
+      schema: {
+        params: modelParams,
+        body: {
+          type: 'object',
+          required: ['build_id'],
+          properties: {
+            build_id: { type: 'string', minLength: 1, maxLength: 64 },
+            // The deployer checks the name rule by rule, so that the message says which one failed.
+            variation_name: { type: 'string', maxLength: 256 },
+          },
+        },
+        response: responses({ 202: deploymentSchema }),
+      },
+    },
+    async (request, reply) => {
+      const record = deployer.deploy({
+        modelId: request.params.model_id,
+        buildId: request.body.build_id,
+        variationName: request.body.variation_name,
+      });
+      reply.code(202);
+      return deploymentJson(record);
+    },
+  );
+
+  app.get<{ Params: { model_id: string } }>(
+    '/api/v1/models/:model_id/deployments',
+    {
+      schema: {
+        params: modelParams,
+        response: responses({ 200: { type: 'object', required: ['deployments'], properties: { deployments: { type: 'array', items: deploymentSchema } } } }),
+      },
+    },
+    async (request) => {
+      const model = models.get(request.params.model_id);
+      return { deployments: deployments.list(model.id).map(deploymentJson) };
+    },
+  );
+
+  app.get<{ Params: { deployment_id: string } }>(
+    '/api/v1/deployments/:deployment_id',
+    {
+      schema: {
+        params: { type: 'object', required: ['deployment_id'], properties: { deployment_id: { type: 'string', maxLength: 64 } } },
+        response: responses({ 200: deploymentSchema }),
+      },
+    },
+    async (request) => deploymentJson(deployments.get(request.params.deployment_id)),
+  );
+};

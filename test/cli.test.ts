@@ -1,0 +1,155 @@
+// The real `platform` binary: help and exit codes, keys on DATA_DIR with and without a running
+// host, and the shared HTTP client (token exchange, caching, refusal messages).
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from './helpers/cli.js';
+import { spawnHost, type ChildHost } from './helpers/child-host.js';
+import { ROOT, tempDir } from './helpers/paths.js';
+
+const KEY_LINE = /^psk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}\n$/;
+
+describe('usage', () => {
+  it('the package bin is the compiled CLI with a node shebang', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+    const file = path.join(ROOT, pkg.bin.platform!);
+    expect(fs.readFileSync(file, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
+  });
+
+  it('--help works at every level and exits 0', async () => {
+    for (const args of [[], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke'], ['status'], ['engine']]) {
+      const res = await runCli([...args, '--help']);
+      expect(res.code, args.join(' ')).toBe(0);
+      expect(res.stdout).toContain('Usage: platform');
+    }
+  });
+
+  it('bad usage exits 2 with a message', async () => {
+    const cases = [['frobnicate'], ['keys', 'create', '--bogus'], ['keys', 'revoke'], ['keys'], ['keys', 'create', '--name', '']];
+    for (const args of cases) {
+      const res = await runCli(args, { DATA_DIR: tempDir() });
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.stderr.length).toBeGreaterThan(0);
+    }
+  });
+});
+
+describe('keys on DATA_DIR', () => {
+  it('create prints the key alone on stdout; list and revoke manage it', async () => {
+    const env = { DATA_DIR: tempDir() };
+    const created = await runCli(['keys', 'create', '--name', 'ci'], env);
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(KEY_LINE);
+    const id = created.stdout.split('_')[1]!;
+    expect(created.stderr).toContain(id);
+
+    const list = await runCli(['keys', 'list'], env);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(new RegExp(`${id}\\s+ci\\s+.*active`));
+    expect(list.stdout).not.toContain(created.stdout.trim().split('_')[2]);
+
+    const revoked = await runCli(['keys', 'revoke', id], env);
+    expect(revoked.code).toBe(0);
+    const json = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout) as Array<{ id: string; revokedAt: number | null }>;
+    expect(json).toHaveLength(1);
+    expect(json[0]!.id).toBe(id);
+    expect(json[0]!.revokedAt).toEqual(expect.any(Number));
+
+    const unknown = await runCli(['keys', 'revoke', 'ffffffffffffffff'], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no API key with id "ffffffffffffffff"');
+  });
+});
+
+describe('against a running host', () => {
+  let host: ChildHost;
+  let cacheDir: string;
+
+  beforeAll(async () => {
+    host = await spawnHost();
+    cacheDir = tempDir();
+  });
+  afterAll(async () => {
+    host.proc.kill('SIGTERM');
+    await host.exited;
+  });
+
+  const env = (key: string) => ({ DATA_DIR: host.dataDir, PLATFORM_URL: host.url, PLATFORM_API_KEY: key, PLATFORM_CACHE_DIR: cacheDir });
+  const exchanges = () => host.stdout().split('access token issued').length - 1;
+
+  it('a key created while the host runs works at once, and its token is cached', async () => {
+    const key = (await runCli(['keys', 'create'], { DATA_DIR: host.dataDir })).stdout.trim();
+    const before = exchanges();
+    const first = await runCli(['status', '--json'], env(key));
+    expect(first.code, first.stderr).toBe(0);
+    const status = JSON.parse(first.stdout) as { status: string; engine: { simd: unknown } };
+    expect(status.status).toBe('ready');
+    expect(status.engine.simd).toBeDefined();
+    const files = fs.readdirSync(cacheDir);
+    expect(files).toHaveLength(1);
+    expect(fs.statSync(path.join(cacheDir, files[0]!)).mode & 0o777).toBe(0o600);
+
+    const second = await runCli(['status'], env(key));
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain('status: ready');
+    expect(exchanges() - before).toBe(1);
+  });
+
+  it('a revoked key fails with the server message and exit 1, even with a cached token', async () => {
+    const created = (await runCli(['keys', 'create'], { DATA_DIR: host.dataDir })).stdout.trim();
+    expect((await runCli(['status'], env(created))).code).toBe(0);
+    expect((await runCli(['keys', 'revoke', created.split('_')[1]!], { DATA_DIR: host.dataDir })).code).toBe(0);
+    const res = await runCli(['status'], env(created));
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('invalid or revoked API key (HTTP 401)');
+  });
+
+  it('an unknown key fails with exit 1', async () => {
+    const res = await runCli(['status'], env('psk_0000000000000000_' + 'A'.repeat(43)));
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('invalid or revoked API key');
+  });
+});
+
+/** A port that nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('client errors', () => {
+  it('no PLATFORM_API_KEY is a usage error', async () => {
+    const res = await runCli(['status'], { PLATFORM_URL: 'http://127.0.0.1:9', PLATFORM_API_KEY: '' });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('PLATFORM_API_KEY is not set');
+  });
+
+  it('an unreachable host says so in one line', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const res = await runCli(['status'], { PLATFORM_URL: url, PLATFORM_API_KEY: 'psk_x', PLATFORM_CACHE_DIR: tempDir() });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim().split('\n')).toHaveLength(1);
+    expect(res.stderr).toContain(`cannot reach the platform at ${url} (ECONNREFUSED)`);
+  });
+});
+
+describe('platform engine', () => {
+  it('shows the local engine', async () => {
+    const res = await runCli(['engine']);
+    expect(res.code, res.stderr).toBe(0);
+    const info = JSON.parse(res.stdout) as { simd: { active: string }; threads: number };
+    expect(['scalar', 'avx2', 'avx512', 'neon']).toContain(info.simd.active);
+    expect(info.threads).toBeGreaterThan(0);
+  });
+
+  it('a missing addon is one line naming the fix', async () => {
+    const res = await runCli(['engine'], { PLATFORM_ADDON_PATH: path.join(tempDir(), 'missing.node') });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim().split('\n')).toHaveLength(1);
+    expect(res.stderr).toContain('npm run build:native');
+  });
+});

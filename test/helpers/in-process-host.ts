@@ -1,0 +1,78 @@
+// The real app, listening on a free port with a temporary DATA_DIR, in the test's own process so
+// that a test can inject the clock or capture the log.
+import { Writable } from 'node:stream';
+import { loadConfig, type Config } from '../../src/config.js';
+import { loadAddon } from '../../src/native/addon.js';
+import { buildApp, type App } from '../../src/server/app.js';
+import { openDatabase, type Db } from '../../src/store/database.js';
+import { tempDir } from './paths.js';
+
+export interface TestHost {
+  app: App;
+  db: Db;
+  config: Config;
+  url: string;
+  logs: string[];
+  /** Moves the injected clock forward. */
+  advance(ms: number): void;
+  close(): Promise<void>;
+}
+
+export async function startInProcessHost(env: Record<string, string> = {}): Promise<TestHost> {
+  const dataDir = tempDir();
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...env });
+  const db = openDatabase(config.dataDir);
+  let offset = 0;
+  const clock = () => Date.now() + offset;
+  const logs: string[] = [];
+  const logStream = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
+  const addon = loadAddon();
+  const app = await buildApp({
+    config,
+    db,
+    clock,
+    logStream,
+    engineInfo: () => addon.engineInfo(),
+    compileTabular: () => {
+      throw new Error('the native tabular executor is not part of this build yet');
+    },
+  });
+  return {
+    app,
+    db,
+    config,
+    logs,
+    url: '',
+    advance: (ms) => {
+      offset += ms;
+    },
+    async close() {
+      await app.server.close();
+      db.close();
+    },
+  };
+}
+
+/** Starts listening after the test has had its chance to add routes. */
+export async function listen(host: TestHost): Promise<TestHost> {
+  const address = await host.app.server.listen({ host: '127.0.0.1', port: 0 });
+  host.url = address;
+  return host;
+}
+
+export async function tokenFor(host: TestHost, name = 'test'): Promise<{ key: string; keyId: string; token: string }> {
+  const created = host.app.keys.create(name);
+  const res = await fetch(`${host.url}/api/v1/authentication/platform-api-key`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ platformApiKey: created.key }),
+  });
+  if (res.status !== 200) throw new Error(`token exchange failed: ${res.status} ${await res.text()}`);
+  const body = (await res.json()) as { accessToken: string };
+  return { key: created.key, keyId: created.id, token: body.accessToken };
+}
