@@ -22,6 +22,31 @@ export interface Config {
   maxBuildBytes: number;
   /** Dynamic batching of predict requests per build. */
   batching: { maxBatchRows: number; maxWaitMicros: number; maxInFlight: number };
+  /** The vector store (DESIGN.md section 6). */
+  vectors: VectorConfig;
+  /** Shadow copies: running at once, waiting at most, and each one's timeout. */
+  shadow: { concurrency: number; maxQueue: number; timeoutMs: number };
+  /** Rows kept in the request log before the oldest are dropped. */
+  requestLogMaxRows: number;
+}
+
+export interface VectorConfig {
+  /** Largest body accepted by the vector routes (413 beyond it); the default fits 500 x 768 floats many times. */
+  maxBodyBytes: number;
+  /** HNSW defaults for new collections: links per node, build-time and search-time candidate lists. */
+  defaultM: number;
+  defaultEfConstruction: number;
+  defaultEf: number;
+  /** Index changes after which a tenant's index is checkpointed to disk. */
+  checkpointChanges: number;
+  /** A tenant's index with unsaved changes is checkpointed after this long without writes. */
+  checkpointIdleMs: number;
+  /** Tombstones (deleted or replaced vectors still in the graph) that trigger a compaction. */
+  compactMinTombstones: number;
+  /** A filtered search whose matches are at most this many is answered by an exact scan. */
+  exactScanMax: number;
+  /** Queued index work (floats) beyond which upserts wait for the index to catch up. */
+  maxBacklogFloats: number;
 }
 
 export class ConfigError extends Error {}
@@ -66,10 +91,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailureWindowMs: integer(env, 'AUTH_FAILURE_WINDOW_SECONDS', 60, 1, 86_400) * 1000,
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
     maxBuildBytes: integer(env, 'MAX_BUILD_BYTES', 512 * 1024 * 1024, 1024, 2 ** 31 - 1),
+    vectors: {
+      maxBodyBytes: integer(env, 'MAX_VECTOR_BODY_BYTES', 64 * 1024 * 1024, 1024, 2 ** 31 - 1),
+      defaultM: integer(env, 'VECTOR_DEFAULT_M', 16, 2, 100),
+      defaultEfConstruction: integer(env, 'VECTOR_DEFAULT_EF_CONSTRUCTION', 200, 1, 10_000),
+      defaultEf: integer(env, 'VECTOR_DEFAULT_EF', 64, 1, 10_000),
+      checkpointChanges: integer(env, 'VECTOR_CHECKPOINT_CHANGES', 10_000, 1, 100_000_000),
+      checkpointIdleMs: integer(env, 'VECTOR_CHECKPOINT_IDLE_MS', 5000, 0, 86_400_000),
+      compactMinTombstones: integer(env, 'VECTOR_COMPACT_MIN_TOMBSTONES', 1000, 1, 100_000_000),
+      exactScanMax: integer(env, 'VECTOR_EXACT_SCAN_MAX', 2000, 0, 100_000_000),
+      maxBacklogFloats: integer(env, 'VECTOR_MAX_BACKLOG_FLOATS', 16 * 1024 * 1024, 1024, 2 ** 31 - 1),
+    },
     batching: {
       maxBatchRows: integer(env, 'PREDICT_MAX_BATCH_ROWS', 1024, 1, 1_000_000),
       maxWaitMicros: integer(env, 'PREDICT_MAX_WAIT_MICROS', 300, 0, 1_000_000),
       maxInFlight: integer(env, 'PREDICT_MAX_IN_FLIGHT', 2, 1, 64),
     },
+    shadow: {
+      concurrency: integer(env, 'SHADOW_CONCURRENCY', 4, 1, 1024),
+      maxQueue: integer(env, 'SHADOW_MAX_QUEUE', 1000, 0, 1_000_000),
+      timeoutMs: integer(env, 'SHADOW_TIMEOUT_MS', 5000, 1, 600_000),
+    },
+    requestLogMaxRows: integer(env, 'REQUEST_LOG_MAX_ROWS', 100_000, 100, 100_000_000),
   };
 }

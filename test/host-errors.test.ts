@@ -89,7 +89,7 @@ describe('error shape', () => {
     expect(err.type).toBe('server_error');
     expect(err.message).not.toMatch(/secret|ENOENT|\/|at /);
     expect(err.message).toContain(requestId!);
-    const logged = host.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.requestId === requestId && l.level === 50);
+    const logged = host.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.reqId === requestId && l.level === 50);
     expect(logged).toBeDefined();
     expect(JSON.stringify(logged)).toContain('/secret/place/model.bin');
   });

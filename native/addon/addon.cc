@@ -4,12 +4,14 @@
 
 #include "engine_info.h"
 #include "gemm_binding.h"
+#include "tabular_binding.h"
 
 namespace {
 
 Napi::Object InitPlatform(Napi::Env env, Napi::Object exports) {
   exports.Set("engineInfo", Napi::Function::New(env, platform::addon::EngineInfo, "engineInfo"));
   platform::addon::register_gemm(env, exports);
+  platform::addon::register_tabular(env, exports);
   return exports;
 }
 

@@ -3,9 +3,12 @@
 // failed, 2 on bad usage (DESIGN.md section 2).
 import { Command, CommanderError } from 'commander';
 import { registerEngineCommand } from './commands/engine.js';
+import { registerAudienceCommands } from './commands/audiences.js';
 import { registerKeyCommands } from './commands/keys.js';
+import { registerMetricsCommand } from './commands/metrics.js';
 import { registerModelCommands } from './commands/models.js';
 import { registerStatusCommand } from './commands/status.js';
+import { registerVectorCommands } from './commands/vectors.js';
 import { CliError } from './errors.js';
 
 export function buildProgram(): Command {
@@ -16,8 +19,11 @@ export function buildProgram(): Command {
     .showHelpAfterError('(add --help for usage)');
   registerKeyCommands(program);
   registerModelCommands(program);
+  registerAudienceCommands(program);
+  registerMetricsCommand(program);
   registerStatusCommand(program);
   registerEngineCommand(program);
+  registerVectorCommands(program);
   return program;
 }
 

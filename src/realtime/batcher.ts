@@ -25,12 +25,16 @@ export class Batcher {
   private inFlight = 0;
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
 
+  private readonly options: BatcherOptions;
+
   constructor(
     private readonly run: RunBatch,
-    private readonly options: BatcherOptions,
+    options: BatcherOptions,
     /** Called with the rows of every native call, for metrics. */
     private readonly onBatch: (rows: number, requests: number) => void = () => {},
-  ) {}
+  ) {
+    this.options = { ...options };
+  }
 
   submit(inputs: HostTensor[], rows: number): Promise<OutputTensor[]> {
     return new Promise((resolve, reject) => {
@@ -38,6 +42,11 @@ export class Batcher {
       this.queuedRows += rows;
       this.schedule();
     });
+  }
+
+  /** Changes the batch size and wait from the next batch on. */
+  configure(options: Partial<Pick<BatcherOptions, 'maxBatchRows' | 'maxWaitMicros'>>): void {
+    Object.assign(this.options, options);
   }
 
   /** Requests waiting or running. */

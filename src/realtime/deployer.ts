@@ -1,20 +1,31 @@
-// Realtime deployments, asynchronously: a deploy request is recorded as PENDING and answered at
-// once; the deployer then loads the builds (DEPLOYING), swaps the model's live state in one step
-// (LIVE) and lets the previous builds go, or records FAILED with the reason. Until the swap the
-// previous deployment keeps serving, so a deploy never drops a request.
+// Realtime deployments, asynchronously: a deploy or undeploy request is checked against every
+// rule (deploy-plan.ts), recorded as PENDING and answered at once; the deployer then loads the
+// builds (DEPLOYING), swaps the model's live traffic in one step (LIVE) and lets the previous
+// builds go, or records FAILED with the reason. Until the swap the previous deployment keeps
+// serving, so a deployment never drops a request, and a refused one changes nothing.
 import type { FastifyBaseLogger } from 'fastify';
-import { conflict, invalidArgument } from '../errors.js';
+import { conflict, invalidArgument, notFound } from '../errors.js';
+import type { AudienceStore } from './audiences.js';
 import type { BuildStore } from './builds.js';
-import type { DeploymentRecord, DeploymentStore } from './deployments.js';
-import type { ModelStore } from './models.js';
-import { DEFAULT_VARIATION, variationNameProblem } from './names.js';
+import { planDeployment, planUndeploy, type RawAudiences } from './deploy-plan.js';
+import type { DeploymentAction, DeploymentRecord, DeploymentStore } from './deployments.js';
+import type { ModelRecord, ModelStore } from './models.js';
 import type { RealtimeRegistry } from './registry.js';
-import { soleVariation, type TrafficConfig } from './traffic.js';
+import type { BatchingOverride, TrafficConfig } from './traffic.js';
 
 export interface DeployRequest {
   modelId: string;
   buildId: string;
   variationName?: string;
+  /** The deploy file's realtime.audiences, when a file was given. */
+  audiences?: RawAudiences;
+  batching?: BatchingOverride;
+}
+
+export interface UndeployRequest {
+  modelId: string;
+  variationName: string;
+  audiences?: RawAudiences;
 }
 
 export class Deployer {
@@ -24,39 +35,36 @@ export class Deployer {
     private readonly models: ModelStore,
     private readonly builds: BuildStore,
     private readonly deployments: DeploymentStore,
+    private readonly audiences: AudienceStore,
     private readonly registry: RealtimeRegistry,
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  /** Checks the request, records it as PENDING and starts it; returns the record. */
   deploy(request: DeployRequest): DeploymentRecord {
-    const model = this.models.get(request.modelId);
-    if (model.kind !== 'realtime') throw invalidArgument(`model "${model.id}" is a library model; deploy it with the library commands`, 'model_id');
+    const model = this.realtimeModel(request.modelId);
     this.builds.get(model.id, request.buildId);
-    const busy = this.deployments.inProgress(model.id);
-    if (busy) throw conflict(`model "${model.id}" has deployment ${busy.id} in progress (${busy.status}); wait for it to finish`, 'model_id');
+    this.refuseIfBusy(model.id);
+    const live = this.deployments.live(model.id)?.traffic;
+    const { variation, traffic } = planDeployment({
+      live,
+      variationName: request.variationName,
+      buildId: request.buildId,
+      audiences: request.audiences,
+      batching: request.batching,
+      audienceExists: (id) => this.audiences.find(id) !== undefined,
+    });
+    return this.launch(model.id, 'deploy', variation, request.buildId, traffic);
+  }
 
-    const live = this.deployments.live(model.id);
-    const existing = live ? Object.keys(live.traffic.variations) : [];
-    const variation = request.variationName ?? (existing.length === 1 ? existing[0]! : DEFAULT_VARIATION);
-    const problem = variationNameProblem(variation);
-    if (problem) throw invalidArgument(`variation name "${variation}" ${problem}`, 'variation_name');
-
-    let traffic: TrafficConfig;
-    if (!live) {
-      traffic = soleVariation(variation, request.buildId);
-    } else if (variation in live.traffic.variations) {
-      // Replacing a variation's build keeps every route as it is.
-      traffic = { ...live.traffic, variations: { ...live.traffic.variations, [variation]: request.buildId } };
-    } else {
-      throw invalidArgument(
-        `model "${model.id}" already has variation${existing.length > 1 ? 's' : ''} ${existing.map((v) => `"${v}"`).join(', ')}; a new variation needs a deployment file that routes traffic to it (platform models deploy realtime --from-file)`,
-        'variation_name',
-      );
+  undeploy(request: UndeployRequest): DeploymentRecord {
+    const model = this.realtimeModel(request.modelId);
+    this.refuseIfBusy(model.id);
+    const live = this.deployments.live(model.id)?.traffic;
+    if (!live || !(request.variationName in live.variations)) {
+      throw notFound(`model "${model.id}" has no variation "${request.variationName}"`, 'variation_name');
     }
-    const record = this.deployments.create(model.id, variation, request.buildId, traffic);
-    this.start(record);
-    return record;
+    const traffic = planUndeploy(live, request.variationName, request.audiences, (id) => this.audiences.find(id) !== undefined);
+    return this.launch(model.id, 'undeploy', request.variationName, null, traffic);
   }
 
   /** Loads every model's LIVE deployment; called once on start, before serving. */
@@ -78,7 +86,19 @@ export class Deployer {
     while (this.running.size > 0) await Promise.all([...this.running]);
   }
 
-  private start(record: DeploymentRecord): void {
+  private realtimeModel(modelId: string): ModelRecord {
+    const model = this.models.get(modelId);
+    if (model.kind !== 'realtime') throw invalidArgument(`model "${model.id}" is a library model; deploy it with the library commands`, 'model_id');
+    return model;
+  }
+
+  private refuseIfBusy(modelId: string): void {
+    const busy = this.deployments.inProgress(modelId);
+    if (busy) throw conflict(`model "${modelId}" has deployment ${busy.id} in progress (${busy.status}); wait for it to finish`, 'model_id');
+  }
+
+  private launch(modelId: string, action: DeploymentAction, variation: string, buildId: string | null, traffic: TrafficConfig): DeploymentRecord {
+    const record = this.deployments.create(modelId, action, variation, buildId, traffic);
     const task = (async () => {
       // Let the 202 go out before the (synchronous) parse and compile begin.
       await new Promise((resolve) => setImmediate(resolve));
@@ -87,14 +107,15 @@ export class Deployer {
         const variations = await this.registry.acquire(record.traffic);
         this.deployments.goLive(record.id, record.modelId);
         this.registry.setLive(record.modelId, record.id, record.traffic, variations);
-        this.log.info({ deploymentId: record.id, modelId: record.modelId, variation: record.variationName }, 'deployment live');
+        this.log.info({ deploymentId: record.id, modelId, action, variation }, 'deployment live');
       } catch (err) {
         const reason = err instanceof Error ? err.message : String(err);
         this.deployments.setStatus(record.id, 'FAILED', reason);
-        this.log.warn({ deploymentId: record.id, modelId: record.modelId, reason }, 'deployment failed');
+        this.log.warn({ deploymentId: record.id, modelId, reason }, 'deployment failed');
       }
     })();
     this.running.add(task);
     void task.finally(() => this.running.delete(task));
+    return record;
   }
 }

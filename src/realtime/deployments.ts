@@ -7,13 +7,17 @@ import type { TrafficConfig } from './traffic.js';
 
 export type DeploymentStatus = 'PENDING' | 'DEPLOYING' | 'LIVE' | 'FAILED' | 'SUPERSEDED';
 
+export type DeploymentAction = 'deploy' | 'undeploy';
+
 export interface DeploymentRecord {
   id: string;
   modelId: string;
+  action: DeploymentAction;
   status: DeploymentStatus;
   reason: string | null;
   variationName: string;
-  buildId: string;
+  /** The build deployed; null for an undeploy. */
+  buildId: string | null;
   traffic: TrafficConfig;
   createdAt: number;
   updatedAt: number;
@@ -22,10 +26,11 @@ export interface DeploymentRecord {
 interface Row {
   id: string;
   model_id: string;
+  action: DeploymentAction;
   status: DeploymentStatus;
   reason: string | null;
   variation_name: string;
-  build_id: string;
+  build_id: string | null;
   traffic: string;
   created_at: number;
   updated_at: number;
@@ -34,6 +39,7 @@ interface Row {
 const toRecord = (r: Row): DeploymentRecord => ({
   id: r.id,
   modelId: r.model_id,
+  action: r.action,
   status: r.status,
   reason: r.reason,
   variationName: r.variation_name,
@@ -49,15 +55,15 @@ export class DeploymentStore {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  create(modelId: string, variationName: string, buildId: string, traffic: TrafficConfig): DeploymentRecord {
+  create(modelId: string, action: DeploymentAction, variationName: string, buildId: string | null, traffic: TrafficConfig): DeploymentRecord {
     const now = this.clock();
     const id = newId('dep');
     this.db
       .prepare(
-        `INSERT INTO deployments (id, model_id, status, reason, variation_name, build_id, traffic, created_at, updated_at)
-         VALUES (?, ?, 'PENDING', NULL, ?, ?, ?, ?, ?)`,
+        `INSERT INTO deployments (id, model_id, action, status, reason, variation_name, build_id, traffic, created_at, updated_at)
+         VALUES (?, ?, ?, 'PENDING', NULL, ?, ?, ?, ?, ?)`,
       )
-      .run(id, modelId, variationName, buildId, JSON.stringify(traffic), now, now);
+      .run(id, modelId, action, variationName, buildId, JSON.stringify(traffic), now, now);
     return this.get(id);
   }
 
@@ -82,6 +88,12 @@ export class DeploymentStore {
       .prepare("SELECT * FROM deployments WHERE model_id = ? AND status IN ('PENDING', 'DEPLOYING')")
       .get(modelId) as Row | undefined;
     return row && toRecord(row);
+  }
+
+  /** Audience ids that a live or pending deployment routes by. */
+  audiencesInUse(): Set<string> {
+    const rows = this.db.prepare("SELECT traffic FROM deployments WHERE status IN ('LIVE', 'PENDING', 'DEPLOYING')").pluck().all() as string[];
+    return new Set(rows.flatMap((t) => (JSON.parse(t) as TrafficConfig).audiences.map((a) => a.id)));
   }
 
   allLive(): DeploymentRecord[] {

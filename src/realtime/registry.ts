@@ -46,7 +46,15 @@ export class RealtimeRegistry {
   /** Swaps the model's live state; the builds the old state held are released. */
   setLive(modelId: string, deploymentId: string, traffic: TrafficConfig, variations: Map<string, LoadedBuild>): void {
     const previous = this.live.get(modelId);
-    this.live.set(modelId, { deploymentId, traffic, variations });
+    for (const [variation, build] of variations) {
+      const override = traffic.batching?.[variation];
+      build.batcher.configure({
+        maxBatchRows: override?.max_batch_rows ?? this.batching.maxBatchRows,
+        maxWaitMicros: override?.max_wait_micros ?? this.batching.maxWaitMicros,
+      });
+    }
+    if (variations.size === 0) this.live.delete(modelId);
+    else this.live.set(modelId, { deploymentId, traffic, variations });
     if (previous) for (const buildId of Object.values(previous.traffic.variations)) this.release(buildId);
   }
 

@@ -1,7 +1,7 @@
 // Host-side tensors: what the predict path hands to the executor and gets back. The first
 // dimension is always the batch (rows), which is what lets the batcher join and split them.
 
-export type TensorData = Float32Array | Float64Array | BigInt64Array | Int32Array | string[];
+export type TensorData = Float32Array | Float64Array | BigInt64Array | BigUint64Array | Int32Array | Uint32Array | string[];
 
 export interface HostTensor {
   name: string;

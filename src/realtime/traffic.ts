@@ -1,6 +1,6 @@
 // A model's traffic configuration: which build each variation serves, the audiences in the
-// order they are tried, and where requests that match no audience go. A deployment carries the
-// whole configuration it makes live, so going live is one swap.
+// order they are tried with their routes, and where requests that match no audience go. A
+// deployment carries the whole configuration it makes live, so going live is one swap.
 
 export interface RouteConfig {
   variation_name: string;
@@ -12,18 +12,33 @@ export interface RouteConfig {
 export interface AudienceRouting {
   id: string;
   routes: RouteConfig[];
-  fallback_variation: string;
+}
+
+export interface BatchingOverride {
+  max_batch_rows?: number;
+  max_wait_micros?: number;
 }
 
 export interface TrafficConfig {
   /** Variation name -> build id. */
   variations: Record<string, string>;
+  /** Tried in order; the first whose conditions hold routes the request. */
   audiences: AudienceRouting[];
-  /** Serves requests that match no audience. */
-  fallbackVariation: string;
+  /** Serves requests that match no audience; null only when no variation is left. */
+  fallbackVariation: string | null;
+  /** Per-variation dynamic batching settings, where the deployment set them. */
+  batching?: Record<string, BatchingOverride>;
 }
 
 /** A model's first deployment: one variation with all of the traffic. */
 export function soleVariation(variation: string, buildId: string): TrafficConfig {
   return { variations: { [variation]: buildId }, audiences: [], fallbackVariation: variation };
+}
+
+/** Variation names that any route or the fallback of `traffic` mentions. */
+export function mentionedVariations(audiences: readonly AudienceRouting[], fallback: string | null): Set<string> {
+  const names = new Set<string>();
+  for (const a of audiences) for (const r of a.routes) names.add(r.variation_name);
+  if (fallback !== null) names.add(fallback);
+  return names;
 }

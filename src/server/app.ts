@@ -18,15 +18,11 @@ import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
 import { tokenRoutes } from './routes/token.js';
 import { validatorCompiler } from './validation.js';
-import { modelRoutes } from './routes/models.js';
-import { predictRoutes } from './routes/predict.js';
-import { BuildStore } from '../realtime/builds.js';
-import { Deployer } from '../realtime/deployer.js';
-import { DeploymentStore } from '../realtime/deployments.js';
+import { VectorService } from '../vectors/service.js';
+import { vectorRoutes } from './routes/vectors.js';
 import type { CompileModel } from '../realtime/loaded-build.js';
-import { createPredictMetrics } from '../realtime/metrics.js';
-import { ModelStore } from '../realtime/models.js';
-import { RealtimeRegistry } from '../realtime/registry.js';
+import { createRealtime, type Realtime } from '../realtime/service.js';
+import { realtimeRoutes } from './routes/realtime.js';
 
 export interface AppDeps {
   config: Config;
@@ -46,7 +42,8 @@ export interface App {
   metrics: Registry;
   keys: ApiKeyStore;
   tokens: TokenIssuer;
-  deployer: Deployer;
+  realtime: Realtime;
+  vectors: VectorService;
   /** Marks the app as draining: /readyz answers 503 from then on. */
   beginShutdown(): void;
 }
@@ -76,7 +73,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     logger,
     bodyLimit: config.bodyLimitBytes,
     genReqId: () => crypto.randomUUID(),
-    requestIdLogLabel: 'requestId',
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   });
@@ -98,19 +94,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const metrics = createMetricsRegistry();
   instrumentRequests(server, metrics);
 
-  const models = new ModelStore(db, clock);
-  const builds = new BuildStore(db, config.dataDir, clock);
-  const deployments = new DeploymentStore(db, clock);
-  const predictMetrics = createPredictMetrics(metrics);
-  const registry = new RealtimeRegistry(builds, deps.compileTabular, config.batching, (buildId, rows) =>
-    predictMetrics.batchRows.observe({ build: buildId }, rows),
-  );
-  const deployer = new Deployer(models, builds, deployments, registry, server.log);
-  await deployer.restore();
-  server.addHook('onClose', async () => {
-    await deployer.idle();
-    await registry.close();
-  });
+  const realtime = await createRealtime({ db, config, clock, metrics, log: server.log, compile: deps.compileTabular });
+  server.addHook('onClose', () => realtime.close());
+  const vectors = new VectorService(db, config.vectors, config.dataDir, server.log);
+  server.addHook('onClose', () => vectors.close());
 
   await server.register(healthRoutes, { isReady: () => ready });
   await server.register(tokenRoutes, { keys, tokens, limiter });
@@ -122,8 +109,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (!config.metricsPublic) await api.register(metricsRoute, { registry: metrics });
     await api.register(keysRoutes, { keys });
     await api.register(engineRoutes, { engineInfo: deps.engineInfo });
-    await api.register(modelRoutes, { models, builds, deployments, deployer, maxBuildBytes: config.maxBuildBytes });
-    await api.register(predictRoutes, { models, deployments, registry, metrics: predictMetrics });
+    await api.register(realtimeRoutes, { realtime, maxBuildBytes: config.maxBuildBytes });
+    await api.register(vectorRoutes, { vectors, maxBodyBytes: config.vectors.maxBodyBytes });
   });
 
   return {
@@ -131,7 +118,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     metrics,
     keys,
     tokens,
-    deployer,
+    realtime,
+    vectors,
     beginShutdown: () => {
       ready = false;
     },

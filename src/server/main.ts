@@ -5,6 +5,7 @@ import { loadConfig, ConfigError } from '../config.js';
 import { loadAddon, AddonLoadError } from '../native/addon.js';
 import { openDatabase, type Db } from '../store/database.js';
 import { buildApp } from './app.js';
+import { compileWithNativeExecutor } from '../realtime/native-compile.js';
 
 function fail(message: string, code: number): never {
   process.stderr.write(`platform: ${message}\n`);
@@ -39,9 +40,7 @@ async function main(): Promise<void> {
     config,
     db,
     engineInfo: () => addon.engineInfo(),
-    compileTabular: () => {
-      throw new Error('the native tabular executor is not part of this build yet');
-    },
+    compileTabular: compileWithNativeExecutor,
   });
   const { server } = app;
 

@@ -51,13 +51,58 @@ export const migrations: readonly Migration[] = [
         model_id       TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,
         status         TEXT NOT NULL CHECK (status IN ('PENDING', 'DEPLOYING', 'LIVE', 'FAILED', 'SUPERSEDED')),
         reason         TEXT,                     -- why it FAILED
-        variation_name TEXT NOT NULL,            -- the variation this deployment adds or replaces
-        build_id       TEXT NOT NULL REFERENCES builds(id),
+        action         TEXT NOT NULL CHECK (action IN ('deploy', 'undeploy')),
+        variation_name TEXT NOT NULL,            -- the variation this deployment adds, replaces or removes
+        build_id       TEXT REFERENCES builds(id), -- NULL for an undeploy
         traffic        TEXT NOT NULL,            -- JSON TrafficConfig that goes live with it
         created_at     INTEGER NOT NULL,
         updated_at     INTEGER NOT NULL
       ) STRICT;
       CREATE INDEX deployments_by_model ON deployments (model_id, status);
+    `,
+  },
+  {
+    version: 3,
+    name: 'vector_store',
+    sql: `
+      CREATE TABLE vector_collections (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: names the index directory
+        name            TEXT NOT NULL UNIQUE,
+        dimension       INTEGER NOT NULL CHECK (dimension BETWEEN 1 AND 65536),
+        metric          TEXT NOT NULL CHECK (metric IN ('cosine', 'l2', 'dot')),
+        description     TEXT NOT NULL DEFAULT '',
+        multi_tenant    INTEGER NOT NULL CHECK (multi_tenant IN (0, 1)),
+        hnsw_m          INTEGER NOT NULL,
+        ef_construction INTEGER NOT NULL,
+        ef_search       INTEGER NOT NULL,
+        vector_count    INTEGER NOT NULL DEFAULT 0,
+        last_seq        INTEGER NOT NULL DEFAULT 0,  -- sequence number of the newest write
+        created_at      INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE vectors (
+        collection_id INTEGER NOT NULL REFERENCES vector_collections(id) ON DELETE CASCADE,
+        tenant        TEXT NOT NULL,             -- '' in a collection without tenants
+        id            TEXT NOT NULL,
+        label         INTEGER NOT NULL,          -- the integer label in the tenant's HNSW index
+        seq           INTEGER NOT NULL,          -- vector_collections.last_seq of the write
+        vec           BLOB NOT NULL,             -- float32 little-endian, dimension * 4 bytes
+        properties    TEXT NOT NULL,             -- JSON object
+        PRIMARY KEY (collection_id, tenant, id)
+      ) STRICT;
+    `,
+  },
+  {
+    version: 4,
+    name: 'audiences',
+    sql: `
+      CREATE TABLE audiences (
+        id          TEXT PRIMARY KEY,
+        name        TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        conditions  TEXT NOT NULL,               -- JSON: {unary: [...], binary: [...]}
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+      ) STRICT;
     `,
   },
 ];

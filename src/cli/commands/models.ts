@@ -6,6 +6,8 @@ import { clientFromEnv, type PlatformClient } from '../http-client.js';
 import { CliError, usageError } from '../errors.js';
 import { createProgress } from '../progress.js';
 import { formatTable, isoTime } from '../table.js';
+import { readYamlFile } from '../yaml-file.js';
+import { deployDialog } from './deploy-dialog.js';
 
 interface ModelJson {
   model_id: string;
@@ -43,6 +45,35 @@ export async function waitForDeployment(client: PlatformClient, id: string, poll
     progress.update(STEPS[dep.status] ?? 0, label);
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
+}
+
+interface LogJson {
+  ts: number;
+  variation: string;
+  audience_id: string | null;
+  shadow: boolean;
+  status: number;
+  latency_ms: number;
+  error: string | null;
+}
+
+interface DeployFile {
+  model_id?: string;
+  build_id?: string;
+  realtime?: { variation_name?: string; audiences?: unknown };
+}
+
+/** The deploy file's fields, with the type faults a server could not name the file for. */
+function deployFile(raw: unknown, file: string, needsIds = true): DeployFile {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw usageError(`${file} must be a YAML mapping with model_id, build_id and realtime`);
+  const f = raw as Record<string, unknown>;
+  for (const key of needsIds ? ['model_id', 'build_id'] : []) {
+    if (f[key] !== undefined && typeof f[key] !== 'string') throw usageError(`${file}: ${key} must be a string`);
+  }
+  if (f.realtime !== undefined && (typeof f.realtime !== 'object' || f.realtime === null)) throw usageError(`${file}: realtime must be a mapping`);
+  const realtime = f.realtime as Record<string, unknown> | undefined;
+  if (realtime?.variation_name !== undefined && typeof realtime.variation_name !== 'string') throw usageError(`${file}: realtime.variation_name must be a string`);
+  return f as DeployFile;
 }
 
 function splitNames(value: string | undefined, flag: string): string | undefined {
@@ -100,19 +131,87 @@ export function registerModelCommands(program: Command): Command {
   const deploy = models.command('deploy').description('deploy a build');
   deploy
     .command('realtime')
-    .description('deploy a build as a realtime variation (the first build becomes "default" with all traffic)')
-    .option('--model-id <id>', 'the model')
-    .option('--build-id <id>', 'the build to deploy')
-    .option('--variation-name <name>', 'the variation to create or replace')
+    .description('deploy a build as a realtime variation, from a deployment file or (first build) from flags')
+    .option('--from-file <file>', 'deploy.yaml: model_id, build_id, realtime.{variation_name, audiences}')
+    .option('--model-id <id>', 'the model (without a file)')
+    .option('--build-id <id>', 'the build to deploy (without a file)')
+    .option('--variation-name <name>', 'the variation to create or replace; overrides the file\'s')
+    .option('--interactive', 'walk through the five steps of the deployment dialog (needs --model-id)')
     .option('--wait', 'follow the deployment until it is live')
-    .action(async (opts: { modelId?: string; buildId?: string; variationName?: string; wait?: boolean }) => {
-      if (opts.modelId === undefined || opts.buildId === undefined) throw usageError('give --model-id and --build-id');
+    .action(async (opts: { fromFile?: string; modelId?: string; buildId?: string; variationName?: string; interactive?: boolean; wait?: boolean }) => {
+      if (opts.interactive) {
+        if (opts.modelId === undefined) throw usageError('--interactive needs --model-id');
+        const client = clientFromEnv();
+        const file = await deployDialog(client, opts.modelId);
+        if (!file) {
+          process.stderr.write('not deployed\n');
+          return;
+        }
+        const dep = await client.request<DeploymentJson>('POST', `/api/v1/models/${encodeURIComponent(file.model_id)}/deployments`, {
+          body: { build_id: file.build_id, variation_name: file.realtime.variation_name, ...(file.realtime.audiences.length > 0 ? { audiences: file.realtime.audiences } : {}) },
+        });
+        process.stdout.write(`${dep.deployment_id}\n`);
+        if (opts.wait) await waitForDeployment(client, dep.deployment_id);
+        return;
+      }
+      let modelId = opts.modelId;
+      let buildId = opts.buildId;
+      let variation = opts.variationName;
+      let audiences: unknown;
+      if (opts.fromFile !== undefined) {
+        const file = deployFile(readYamlFile(opts.fromFile), opts.fromFile);
+        modelId ??= file.model_id;
+        buildId ??= file.build_id;
+        // Rule 1: the command line's variation name replaces the file's.
+        variation ??= file.realtime?.variation_name;
+        audiences = file.realtime?.audiences;
+      }
+      if (modelId === undefined || buildId === undefined) throw usageError('give --from-file, or --model-id and --build-id');
       const client = clientFromEnv();
-      const dep = await client.request<DeploymentJson>('POST', `/api/v1/models/${encodeURIComponent(opts.modelId)}/deployments`, {
-        body: { build_id: opts.buildId, ...(opts.variationName !== undefined ? { variation_name: opts.variationName } : {}) },
+      const dep = await client.request<DeploymentJson>('POST', `/api/v1/models/${encodeURIComponent(modelId)}/deployments`, {
+        body: { build_id: buildId, ...(variation !== undefined ? { variation_name: variation } : {}), ...(audiences !== undefined ? { audiences } : {}) },
       });
       process.stdout.write(`${dep.deployment_id}\n`);
       if (opts.wait) await waitForDeployment(client, dep.deployment_id);
+    });
+
+  models
+    .command('undeploy')
+    .description('remove a variation; a file gives the remaining traffic when the variation had some')
+    .requiredOption('--model-id <id>', 'the model')
+    .requiredOption('--variation-name <name>', 'the variation to remove')
+    .option('--from-file <file>', 'remaining.yaml: realtime.audiences for the variations that stay')
+    .option('--wait', 'follow the change until it is live')
+    .action(async (opts: { modelId: string; variationName: string; fromFile?: string; wait?: boolean }) => {
+      const audiences = opts.fromFile === undefined ? undefined : deployFile(readYamlFile(opts.fromFile), opts.fromFile, false).realtime?.audiences;
+      const client = clientFromEnv();
+      const dep = await client.request<DeploymentJson>('POST', `/api/v1/models/${encodeURIComponent(opts.modelId)}/undeploy`, {
+        body: { variation_name: opts.variationName, ...(audiences !== undefined ? { audiences } : {}) },
+      });
+      process.stdout.write(`${dep.deployment_id}\n`);
+      if (opts.wait) await waitForDeployment(client, dep.deployment_id);
+    });
+
+  models
+    .command('logs')
+    .description('recent predict requests: variation, audience, status, latency; bodies of shadow pairs')
+    .argument('<model-id>')
+    .option('--variation <name>', 'only this variation')
+    .option('--shadow', 'only shadow copies')
+    .option('--limit <n>', 'how many, newest first', '50')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { variation?: string; shadow?: boolean; limit: string; json?: boolean }) => {
+      if (!/^\d+$/.test(opts.limit)) throw usageError('--limit must be a positive integer');
+      const query = new URLSearchParams({ limit: opts.limit });
+      if (opts.variation) query.set('variation', opts.variation);
+      if (opts.shadow) query.set('shadow', 'true');
+      const { logs } = await clientFromEnv().request<{ logs: LogJson[] }>('GET', `/api/v1/models/${encodeURIComponent(id)}/logs?${query}`);
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(logs, null, 2) + '\n');
+        return;
+      }
+      const rows = logs.map((l) => [isoTime(l.ts), l.variation + (l.shadow ? ' (shadow)' : ''), l.audience_id ?? '-', String(l.status), l.latency_ms.toFixed(2), l.error ?? '']);
+      process.stdout.write(formatTable(['TIME', 'VARIATION', 'AUDIENCE', 'STATUS', 'LATENCY MS', 'ERROR'], rows));
     });
 
   models

@@ -1,19 +1,18 @@
 // Management of realtime models: create and list models, upload builds (ONNX as
 // application/octet-stream), deploy a build and follow the deployment's status.
 import type { FastifyPluginAsync } from 'fastify';
-import type { BuildRecord, BuildStore } from '../../realtime/builds.js';
-import type { Deployer } from '../../realtime/deployer.js';
-import type { DeploymentRecord, DeploymentStore } from '../../realtime/deployments.js';
-import type { ModelRecord, ModelStore } from '../../realtime/models.js';
+import type { BuildRecord } from '../../realtime/builds.js';
+import type { DeploymentRecord } from '../../realtime/deployments.js';
+import type { ModelRecord } from '../../realtime/models.js';
+import type { Realtime } from '../../realtime/service.js';
+import type { BatchingOverride } from '../../realtime/traffic.js';
+import { variationMetrics } from '../../realtime/variation-metrics.js';
 import { DEFAULT_PROJECT, MODEL_ID_PATTERN, PROJECT_PATTERN } from '../../realtime/names.js';
 import { invalidArgument } from '../../errors.js';
 import { responses } from '../schemas.js';
 
 export interface ModelRouteOptions {
-  models: ModelStore;
-  builds: BuildStore;
-  deployments: DeploymentStore;
-  deployer: Deployer;
+  realtime: Realtime;
   maxBuildBytes: number;
 }
 
@@ -34,6 +33,7 @@ const buildJson = (b: BuildRecord) => ({
 const deploymentJson = (d: DeploymentRecord) => ({
   deployment_id: d.id,
   model_id: d.modelId,
+  action: d.action,
   status: d.status,
   reason: d.reason,
   variation_name: d.variationName,
@@ -73,17 +73,35 @@ const buildSchema = {
 
 const deploymentSchema = {
   type: 'object',
-  required: ['deployment_id', 'model_id', 'status', 'reason', 'variation_name', 'build_id', 'traffic', 'created_at', 'updated_at'],
+  required: ['deployment_id', 'model_id', 'action', 'status', 'reason', 'variation_name', 'build_id', 'traffic', 'created_at', 'updated_at'],
   properties: {
     deployment_id: { type: 'string' },
     model_id: { type: 'string' },
+    action: { type: 'string', enum: ['deploy', 'undeploy'] },
     status: { type: 'string', enum: ['PENDING', 'DEPLOYING', 'LIVE', 'FAILED', 'SUPERSEDED'] },
     reason: { type: ['string', 'null'] },
     variation_name: { type: 'string' },
-    build_id: { type: 'string' },
+    build_id: { type: ['string', 'null'] },
     traffic: { type: 'object', additionalProperties: true },
     created_at: { type: 'integer' },
     updated_at: { type: 'integer' },
+  },
+} as const;
+
+const logSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    ts: { type: 'integer' },
+    request_id: { type: 'string' },
+    variation: { type: 'string' },
+    audience_id: { type: ['string', 'null'] },
+    shadow: { type: 'boolean' },
+    status: { type: 'integer' },
+    latency_ms: { type: 'number' },
+    error: { type: ['string', 'null'] },
+    request: { type: ['string', 'null'] },
+    response: { type: ['string', 'null'] },
   },
 } as const;
 
@@ -102,7 +120,7 @@ function nameList(value: string | undefined, param: string): string[] | undefine
 }
 
 export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, opts) => {
-  const { models, builds, deployments, deployer } = opts;
+  const { models, builds, deployments, deployer, requestLog } = opts.realtime;
 
   app.post<{ Body: { model_id: string; project?: string; description?: string } }>(
     '/api/v1/models',
@@ -166,6 +184,8 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
 
   // Builds arrive as the raw ONNX bytes; names come in the query string.
   await app.register(async (uploads) => {
+    // Only raw bytes here: a JSON body is a wrong content type (415), not a malformed model.
+    uploads.removeAllContentTypeParsers();
     uploads.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: opts.maxBuildBytes }, (_req, body, done) => done(null, body));
     uploads.post<{ Params: { model_id: string }; Querystring: { feature_names?: string; output_names?: string }; Body: Buffer }>(
       '/api/v1/models/:model_id/builds',
@@ -210,7 +230,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     },
   );
 
-  app.post<{ Params: { model_id: string }; Body: { build_id: string; variation_name?: string } }>(
+  app.post<{ Params: { model_id: string }; Body: { build_id: string; variation_name?: string; audiences?: unknown[]; batching?: BatchingOverride } }>(
     '/api/v1/models/:model_id/deployments',
     {
       schema: {
@@ -222,6 +242,15 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
             build_id: { type: 'string', minLength: 1, maxLength: 64 },
             // The deployer checks the name rule by rule, so that the message says which one failed.
             variation_name: { type: 'string', maxLength: 256 },
+            // The deploy file's realtime.audiences; checked rule by rule in deploy-plan.ts.
+            audiences: { type: 'array', maxItems: 1000 },
+            batching: {
+              type: 'object',
+              properties: {
+                max_batch_rows: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+                max_wait_micros: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+              },
+            },
           },
         },
         response: responses({ 202: deploymentSchema }),
@@ -232,9 +261,84 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
         modelId: request.params.model_id,
         buildId: request.body.build_id,
         variationName: request.body.variation_name,
+        audiences: request.body.audiences,
+        batching: request.body.batching,
       });
       reply.code(202);
       return deploymentJson(record);
+    },
+  );
+
+  app.post<{ Params: { model_id: string }; Body: { variation_name: string; audiences?: unknown[] } }>(
+    '/api/v1/models/:model_id/undeploy',
+    {
+      schema: {
+        params: modelParams,
+        body: {
+          type: 'object',
+          required: ['variation_name'],
+          properties: { variation_name: { type: 'string', minLength: 1, maxLength: 256 }, audiences: { type: 'array', maxItems: 1000 } },
+        },
+        response: responses({ 202: deploymentSchema }),
+      },
+    },
+    async (request, reply) => {
+      const record = deployer.undeploy({ modelId: request.params.model_id, variationName: request.body.variation_name, audiences: request.body.audiences });
+      reply.code(202);
+      return deploymentJson(record);
+    },
+  );
+
+  app.get<{ Params: { model_id: string }; Querystring: { variation?: string; shadow?: boolean; limit: number; before?: number } }>(
+    '/api/v1/models/:model_id/logs',
+    {
+      schema: {
+        params: modelParams,
+        querystring: {
+          type: 'object',
+          properties: {
+            variation: { type: 'string', maxLength: 36 },
+            shadow: { type: 'boolean' },
+            limit: { type: 'integer', minimum: 1, maximum: 10_000, default: 100 },
+            before: { type: 'integer', minimum: 1 },
+          },
+        },
+        response: responses({ 200: { type: 'object', required: ['logs'], properties: { logs: { type: 'array', items: logSchema } } } }),
+      },
+    },
+    async (request) => {
+      const model = models.get(request.params.model_id);
+      const { variation, shadow, limit, before } = request.query;
+      const logs = requestLog.query({ modelId: model.id, variation, shadow, limit, before });
+      return {
+        logs: logs.map((e) => ({
+          id: e.id,
+          ts: e.ts,
+          request_id: e.requestId,
+          variation: e.variation,
+          audience_id: e.audienceId,
+          shadow: e.shadow,
+          status: e.status,
+          latency_ms: e.latencyMs,
+          error: e.error,
+          request: e.request,
+          response: e.response,
+        })),
+      };
+    },
+  );
+
+  app.get<{ Params: { model_id: string } }>(
+    '/api/v1/models/:model_id/metrics',
+    {
+      schema: {
+        params: modelParams,
+        response: responses({ 200: { type: 'object', additionalProperties: true } }),
+      },
+    },
+    async (request) => {
+      const model = models.get(request.params.model_id);
+      return variationMetrics(requestLog, model.id, Date.now());
     },
   );
 

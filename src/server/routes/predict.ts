@@ -1,21 +1,29 @@
 // POST /v1/<model_id>/predict and /v1/<model_id>/<variation_name>/predict: the split-orient
-// feature payload in, one object per row out, with X-Variation naming who answered.
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+// feature payload in, one object per row out, with X-Variation naming who answered. Routing
+// picks the variation by audience and weight; a drawn shadow gets a copy after the answer.
+import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalidArgument, notFound, unavailable } from '../../errors.js';
+import type { AudienceStore } from '../../realtime/audiences.js';
 import type { DeploymentStore } from '../../realtime/deployments.js';
+import type { LoadedBuild } from '../../realtime/loaded-build.js';
 import type { PredictMetrics } from '../../realtime/metrics.js';
 import type { ModelStore } from '../../realtime/models.js';
 import { outputsToRows } from '../../realtime/outputs.js';
 import { payloadToInputs, type FeaturePayload } from '../../realtime/payload.js';
 import type { LiveModel, RealtimeRegistry } from '../../realtime/registry.js';
-import { chooseVariation } from '../../realtime/routing.js';
+import { logBody, type RequestLog } from '../../realtime/request-log.js';
+import { chooseRoute } from '../../realtime/routing.js';
+import type { ShadowDispatcher } from '../../realtime/shadow.js';
 import { responses } from '../schemas.js';
 
 export interface PredictRouteOptions {
   models: ModelStore;
   deployments: DeploymentStore;
+  audiences: AudienceStore;
   registry: RealtimeRegistry;
   metrics: PredictMetrics;
+  requestLog: RequestLog;
+  shadows: ShadowDispatcher;
 }
 
 const payloadSchema = {
@@ -40,7 +48,18 @@ const schema = (withVariation: boolean) => ({
 
 type PredictRequest = FastifyRequest<{ Params: { model_id: string; variation_name?: string }; Body: FeaturePayload }>;
 
-export const predictRoutes: FastifyPluginAsync<PredictRouteOptions> = async (app, { models, deployments, registry, metrics }) => {
+const elapsedMs = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e6;
+
+/** Runs a payload through one build: the same path for the primary and for shadow copies. */
+async function run(build: LoadedBuild, body: FeaturePayload) {
+  const { inputs, rows } = payloadToInputs(build.schema, body);
+  const outputs = await build.predict(inputs, rows);
+  return outputsToRows(build.schema, outputs, rows);
+}
+
+export const predictRoutes: FastifyPluginAsync<PredictRouteOptions> = async (app, opts) => {
+  const { models, deployments, audiences, registry, metrics, requestLog, shadows } = opts;
+
   // pandas' to_json(orient="split") clients send this media type.
   app.addContentTypeParser('application/json; format=pandas-split', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
 
@@ -52,28 +71,91 @@ export const predictRoutes: FastifyPluginAsync<PredictRouteOptions> = async (app
     if (model.kind !== 'realtime') throw invalidArgument(`model "${modelId}" is a library model; call /v1/${modelId}/chat/completions`, 'model_id');
     const pending = deployments.inProgress(modelId);
     if (pending) throw unavailable(`model "${modelId}" is not live yet: deployment ${pending.id} is ${pending.status}`);
-    throw unavailable(`model "${modelId}" is not live: it has no live deployment`);
+    throw unavailable(`model "${modelId}" is not live: no variation is deployed`);
   };
 
-  const predict = async (request: PredictRequest, reply: { header: (k: string, v: string) => unknown }) => {
+  const sendShadow = (log: FastifyBaseLogger, request: PredictRequest, live: LiveModel, variation: string, audienceId: string | null) => {
+    const build = live.variations.get(variation);
+    if (!build) return;
+    const modelId = request.params.model_id;
+    const body = request.body;
+    shadows.submit(async (deadline) => {
+      const started = process.hrtime.bigint();
+      let status = 200;
+      let response: unknown = null;
+      let error: string | null = null;
+      try {
+        response = await Promise.race([run(build, body), deadline]);
+      } catch (err) {
+        status = err instanceof ApiError ? err.status : 500;
+        error = err instanceof Error ? err.message : String(err);
+      }
+      const latencyMs = elapsedMs(started);
+      metrics.requests.inc({ model: modelId, variation, status: String(status) });
+      requestLog.add({
+        ts: Date.now(),
+        requestId: request.id,
+        modelId,
+        variation,
+        audienceId,
+        shadow: true,
+        status,
+        latencyMs,
+        error,
+        request: logBody(body),
+        response: response === null ? null : logBody(response),
+      });
+      if (error) log.debug({ modelId, variation, error }, 'shadow request failed');
+    });
+  };
+
+  const predict = async (request: PredictRequest, reply: FastifyReply) => {
+    const started = process.hrtime.bigint();
     const modelId = request.params.model_id;
     const live = liveModel(modelId);
-    const variation = request.params.variation_name ?? chooseVariation(live, request.headers);
+    let variation: string;
+    let audienceId: string | null = null;
+    let shadow: string | null = null;
+    if (request.params.variation_name !== undefined) {
+      variation = request.params.variation_name;
+    } else {
+      const choice = chooseRoute(live.traffic, request.headers, (id) => audiences.predicate(id));
+      if (!choice) throw unavailable(`model "${modelId}" has no variation to route to`);
+      ({ variation, audienceId, shadow } = choice);
+    }
     const build = live.variations.get(variation);
     if (!build) throw notFound(`model "${modelId}" has no variation "${variation}"`, 'variation_name');
-    const started = process.hrtime.bigint();
+
     let status = 200;
+    let result: unknown = null;
+    let error: string | null = null;
     try {
-      const { inputs, rows } = payloadToInputs(build.schema, request.body);
-      const outputs = await build.predict(inputs, rows);
+      result = await run(build, request.body);
       reply.header('x-variation', variation);
-      return outputsToRows(build.schema, outputs, rows);
+      return result;
     } catch (err) {
       status = err instanceof ApiError ? err.status : 500;
+      error = err instanceof Error ? err.message : String(err);
       throw err;
     } finally {
+      const latencyMs = elapsedMs(started);
       metrics.requests.inc({ model: modelId, variation, status: String(status) });
-      metrics.latency.observe({ model: modelId, variation }, Number(process.hrtime.bigint() - started) / 1e9);
+      metrics.latency.observe({ model: modelId, variation }, latencyMs / 1000);
+      requestLog.add({
+        ts: Date.now(),
+        requestId: request.id,
+        modelId,
+        variation,
+        audienceId,
+        shadow: false,
+        status,
+        latencyMs,
+        error,
+        // Bodies are kept for shadow pairs, so that the two answers can be compared.
+        request: shadow ? logBody(request.body) : null,
+        response: shadow && result !== null ? logBody(result) : null,
+      });
+      if (shadow && status === 200) sendShadow(request.log, request, live, shadow, audienceId);
     }
   };
 

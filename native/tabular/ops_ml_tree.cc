@@ -1,0 +1,624 @@
+// TreeEnsembleRegressor, TreeEnsembleClassifier (ai.onnx.ml 1 and 3) and TreeEnsemble (ai.onnx.ml 5).
+//
+// Each operator's attributes become a RawForest, flattened into a Forest (tree_ensemble.h), and
+// evaluated over blocks of rows: for each block, every tree is walked for every row of the block
+// (tree-outer, row-inner) with a traversal loop specialised for the ensemble's branch mode and
+// for whether any node tracks missing values; blocks run on the thread pool for large batches.
+//
+// Aggregation, base values, post transforms and the binary-classifier conventions follow
+// onnxruntime's tree_ensemble_aggregator.h, with one deliberate difference: a two-class
+// classifier whose leaves vote for both classes (no base values) predicts the class with the
+// higher score, where onnxruntime predicts class index 1 whenever the second score is positive
+// and then returns the literal 0/1 instead of the int64 class label.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <type_traits>
+#include <unordered_map>
+
+#include "../core/thread_pool.h"
+#include "kernel.h"
+#include "tree_ensemble.h"
+
+namespace platform::tabular {
+namespace {
+
+using trees::Forest;
+using trees::Mode;
+using trees::RawForest;
+using trees::RawNode;
+
+enum class TreeOp { kRegressor, kClassifier, kEnsemble };
+enum class Aggregate { kSum, kAverage, kMin, kMax };
+
+// Rows per block: one tree's nodes stay cached while the block's rows pass through it.
+constexpr int64_t kBlockRows = 128;
+// Below this many (row, tree) walks a run stays on one thread.
+constexpr int64_t kParallelWalks = 1 << 15;
+
+Aggregate parse_aggregate(const std::string& s) {
+  if (s == "SUM") return Aggregate::kSum;
+  if (s == "AVERAGE") return Aggregate::kAverage;
+  if (s == "MIN") return Aggregate::kMin;
+  if (s == "MAX") return Aggregate::kMax;
+  fail("aggregate_function \"" + s + "\" is not supported");
+}
+
+bool float_exact(double v) { return std::isnan(v) || static_cast<double>(static_cast<float>(v)) == v; }
+
+struct TreeConfig {
+  TreeOp op = TreeOp::kRegressor;
+  Aggregate agg = Aggregate::kSum;
+  PostTransform post = PostTransform::kNone;
+  std::vector<double> base;
+  int64_t n_targets = 1;  // targets, or classes for the classifier
+  std::vector<int64_t> int_labels;
+  std::vector<std::string> str_labels;
+  bool binary_case = false;  // two classes, leaves vote for one class only
+  bool all_positive = true;
+};
+
+// ---- attribute parsing ----
+
+// TreeEnsembleRegressor / TreeEnsembleClassifier: nodes identified by (tree id, node id).
+RawForest read_v3_forest(const CompileContext& ctx, bool classifier, int64_t n_targets) {
+  const auto tree_ids = ctx.attr_ints("nodes_treeids");
+  const auto node_ids = ctx.attr_ints("nodes_nodeids");
+  const auto features = ctx.attr_ints("nodes_featureids");
+  const auto modes = ctx.attr_strings("nodes_modes");
+  const auto values = ctx.attr_floats("nodes_values");
+  const auto trues = ctx.attr_ints("nodes_truenodeids");
+  const auto falses = ctx.attr_ints("nodes_falsenodeids");
+  const auto missing = ctx.attr_ints("nodes_missing_value_tracks_true");
+  const size_t n = tree_ids.size();
+  if (n == 0) fail("has no tree nodes");
+  if (node_ids.size() != n || features.size() != n || modes.size() != n || values.size() != n || trues.size() != n ||
+      falses.size() != n || (!missing.empty() && missing.size() != n)) {
+    fail("has nodes_* attributes of different lengths");
+  }
+  RawForest raw;
+  raw.n_targets = n_targets;
+  raw.nodes.resize(n);
+  std::map<std::pair<int64_t, int64_t>, int64_t> index;
+  std::map<int64_t, bool> seen_tree;
+  for (size_t i = 0; i < n; ++i) {
+    const auto key = std::make_pair(tree_ids[i], node_ids[i]);
+    if (!index.emplace(key, static_cast<int64_t>(i)).second) {
+      fail("node " + std::to_string(node_ids[i]) + " of tree " + std::to_string(tree_ids[i]) + " is defined twice");
+    }
+    // A tree's root is its first node in the attribute order (as in onnxruntime).
+    if (seen_tree.emplace(tree_ids[i], true).second) raw.roots.push_back(static_cast<int64_t>(i));
+    RawNode& r = raw.nodes[i];
+    try {
+      r.mode = trees::parse_mode(modes[i]);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    if (r.mode == Mode::kMember) fail("node mode BRANCH_MEMBER needs ai.onnx.ml.TreeEnsemble");
+    r.missing_true = !missing.empty() && missing[i] != 0;
+    r.feature = features[i];
+    r.value = values[i];
+  }
+  for (size_t i = 0; i < n; ++i) {
+    RawNode& r = raw.nodes[i];
+    if (r.mode == Mode::kLeaf) continue;
+    auto child = [&](int64_t id, const char* which) {
+      auto it = index.find({tree_ids[i], id});
+      if (it == index.end()) {
+        fail("node " + std::to_string(node_ids[i]) + " of tree " + std::to_string(tree_ids[i]) + " has the " + which +
+             " child " + std::to_string(id) + ", which does not exist");
+      }
+      if (it->second == static_cast<int64_t>(i)) {
+        fail("node " + std::to_string(node_ids[i]) + " of tree " + std::to_string(tree_ids[i]) + " is its own child");
+      }
+      return it->second;
+    };
+    r.true_child = child(trues[i], "true");
+    r.false_child = child(falses[i], "false");
+  }
+  const char* p = classifier ? "class_" : "target_";
+  const auto w_ids = ctx.attr_ints(classifier ? "class_ids" : "target_ids");
+  const auto w_nodes = ctx.attr_ints(classifier ? "class_nodeids" : "target_nodeids");
+  const auto w_trees = ctx.attr_ints(classifier ? "class_treeids" : "target_treeids");
+  const auto w_values = ctx.attr_floats(classifier ? "class_weights" : "target_weights");
+  if (w_nodes.size() != w_ids.size() || w_trees.size() != w_ids.size() || w_values.size() != w_ids.size()) {
+    fail(std::string("has ") + p + "* attributes of different lengths");
+  }
+  for (size_t k = 0; k < w_ids.size(); ++k) {
+    auto it = index.find({w_trees[k], w_nodes[k]});
+    if (it == index.end()) {
+      fail(std::string("has a weight for node ") + std::to_string(w_nodes[k]) + " of tree " + std::to_string(w_trees[k]) +
+           ", which does not exist");
+    }
+    if (w_ids[k] < 0 || w_ids[k] >= n_targets) {
+      fail(std::string(p) + "ids holds " + std::to_string(w_ids[k]) + " but there are " + std::to_string(n_targets) +
+           (classifier ? " classes" : " targets"));
+    }
+    RawNode& leaf = raw.nodes[it->second];
+    // Weights on branch nodes are ignored, as onnxruntime does (old converters wrote some).
+    if (leaf.mode == Mode::kLeaf) leaf.weights.emplace_back(w_ids[k], w_values[k]);
+  }
+  return raw;
+}
+
+// TreeEnsemble-5: branch nodes by index, leaves in separate arrays, explicit roots.
+RawForest read_v5_forest(const CompileContext& ctx, int64_t n_targets) {
+  const auto features = ctx.attr_ints("nodes_featureids");
+  const auto splits = ctx.attr_floats("nodes_splits");
+  const auto modes = ctx.attr_strings("nodes_modes");
+  const auto trues = ctx.attr_ints("nodes_truenodeids");
+  const auto falses = ctx.attr_ints("nodes_falsenodeids");
+  const auto true_leafs = ctx.attr_ints("nodes_trueleafs");
+  const auto false_leafs = ctx.attr_ints("nodes_falseleafs");
+  const auto missing = ctx.attr_ints("nodes_missing_value_tracks_true");
+  const auto members = ctx.attr_floats("membership_values");
+  const auto roots = ctx.attr_ints("tree_roots");
+  const auto leaf_targets = ctx.attr_ints("leaf_targetids");
+  const auto leaf_weights = ctx.attr_floats("leaf_weights");
+  const size_t b = features.size();
+  if (splits.size() != b || modes.size() != b || trues.size() != b || falses.size() != b || true_leafs.size() != b ||
+      false_leafs.size() != b || (!missing.empty() && missing.size() != b)) {
+    fail("has nodes_* attributes of different lengths");
+  }
+  if (leaf_targets.size() != leaf_weights.size()) fail("has leaf_targetids and leaf_weights of different lengths");
+  if (roots.empty()) fail("has no trees (tree_roots is empty)");
+  const size_t l = leaf_targets.size();
+  RawForest raw;
+  raw.n_targets = n_targets;
+  raw.nodes.resize(b + l);
+  size_t member_pos = 0;
+  for (size_t i = 0; i < b; ++i) {
+    RawNode& r = raw.nodes[i];
+    try {
+      r.mode = trees::parse_mode(modes[i]);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    if (r.mode == Mode::kLeaf) fail("nodes_modes may not hold LEAF in TreeEnsemble (leaves are separate)");
+    r.feature = features[i];
+    r.value = splits[i];
+    r.missing_true = !missing.empty() && missing[i] != 0;
+    if (r.mode == Mode::kMember) {
+      // membership_values holds one NaN-terminated run per BRANCH_MEMBER node, in node order.
+      while (member_pos < members.size() && !std::isnan(members[member_pos])) r.members.push_back(members[member_pos++]);
+      ++member_pos;
+      if (r.members.empty()) fail("BRANCH_MEMBER node " + std::to_string(i) + " has no membership values");
+    }
+    auto target = [&](int64_t id, bool is_leaf, const char* which) -> int64_t {
+      const size_t limit = is_leaf ? l : b;
+      if (id < 0 || static_cast<size_t>(id) >= limit) {
+        fail("node " + std::to_string(i) + " has the " + which + " " + (is_leaf ? "leaf " : "node ") + std::to_string(id) +
+             ", which does not exist");
+      }
+      return is_leaf ? static_cast<int64_t>(b) + id : id;
+    };
+    r.true_child = target(trues[i], true_leafs[i] != 0, "true");
+    r.false_child = target(falses[i], false_leafs[i] != 0, "false");
+  }
+  for (size_t k = 0; k < l; ++k) {
+    if (leaf_targets[k] < 0 || leaf_targets[k] >= n_targets) {
+      fail("leaf_targetids holds " + std::to_string(leaf_targets[k]) + " but n_targets is " + std::to_string(n_targets));
+    }
+    raw.nodes[b + k].weights.emplace_back(leaf_targets[k], leaf_weights[k]);
+  }
+  for (int64_t r : roots) {
+    if (r < 0 || static_cast<size_t>(r) >= b) fail("tree_roots holds " + std::to_string(r) + ", which is not a node");
+    // A tree that is a single leaf: both branches of its root name the same leaf.
+    if (true_leafs[r] && false_leafs[r] && trues[r] == falses[r]) {
+      raw.roots.push_back(static_cast<int64_t>(b) + trues[r]);
+    } else {
+      raw.roots.push_back(r);
+    }
+  }
+  return raw;
+}
+
+// ---- evaluation ----
+
+template <typename TT>
+struct Scratch {
+  std::vector<TT> score;
+  std::vector<uint8_t> has;
+};
+
+template <typename TT>
+class TreeKernel : public Kernel {
+ public:
+  TreeKernel(Forest<TT> forest, TreeConfig cfg) : forest_(std::move(forest)), cfg_(std::move(cfg)) {
+    for (double v : cfg_.base) base_.push_back(static_cast<TT>(v));
+    n_trees_ = static_cast<int64_t>(forest_.roots.size());
+  }
+
+  void run(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    if (x.rank() < 1 || x.rank() > 2) fail("the input must be [N, F] or [F], got shape " + shape_str(x.shape()));
+    if (cfg_.op == TreeOp::kEnsemble ? !is_floating(x.dtype())
+                                     : !(is_floating(x.dtype()) || x.dtype() == DType::kInt64 || x.dtype() == DType::kInt32)) {
+      fail(std::string("does not support input element type ") + dtype_name(x.dtype()));
+    }
+    const int64_t n = x.rank() == 1 ? 1 : x.dim(0);
+    const int64_t f = x.rank() == 1 ? x.dim(0) : x.dim(1);
+    if (forest_.max_feature >= f) {
+      fail("a tree reads feature " + std::to_string(forest_.max_feature) + " but the input has " + std::to_string(f) +
+           " features");
+    }
+    std::vector<TT> converted;
+    const TT* xd = input_as<TT>(x, converted);
+    const int64_t t = cfg_.n_targets;
+
+    Tensor out, labels;
+    if (cfg_.op == TreeOp::kClassifier) {
+      labels = Tensor(cfg_.str_labels.empty() ? DType::kInt64 : DType::kString, {n});
+      out = Tensor(DType::kFloat, {n, t});
+    } else {
+      out = Tensor(cfg_.op == TreeOp::kEnsemble ? x.dtype() : DType::kFloat, {n, t});
+    }
+
+    const int64_t blocks = (n + kBlockRows - 1) / kBlockRows;
+    auto run_blocks = [&](int64_t b0, int64_t b1) {
+      Scratch<TT> s;
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t r0 = blk * kBlockRows, r1 = std::min(n, r0 + kBlockRows);
+        eval_block(xd, f, r0, r1, s);
+        finish_block(r0, r1, s, out, labels);
+      }
+    };
+    if (ctx.threads() > 1 && blocks > 1 && n * n_trees_ >= kParallelWalks) {
+      parallel_for(0, blocks, ctx.threads(), run_blocks);
+    } else {
+      run_blocks(0, blocks);
+    }
+    if (cfg_.op == TreeOp::kClassifier) {
+      ctx.set_output(0, std::move(labels));
+      ctx.set_output(1, std::move(out));
+    } else {
+      ctx.set_output(0, std::move(out));
+    }
+  }
+
+ private:
+  template <typename T>
+  static const T* input_as(const Tensor& x, std::vector<T>& buf) {
+    if (x.dtype() == dtype_of<T>()) return x.data<T>();
+    buf.resize(static_cast<size_t>(x.size()));
+    dispatch_numeric(x.dtype(), "the tree ensemble", [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      const S* d = x.data<S>();
+      for (int64_t i = 0; i < x.size(); ++i) buf[i] = static_cast<T>(d[i]);
+    });
+    return buf.data();
+  }
+
+  // Walks every tree for rows [r0, r1) and aggregates the leaves into s (score and has-score per
+  // row and target).
+  void eval_block(const TT* x, int64_t f, int64_t r0, int64_t r1, Scratch<TT>& s) const {
+    const int64_t rows = r1 - r0, t = cfg_.n_targets;
+    s.score.assign(static_cast<size_t>(rows * t), TT(0));
+    s.has.assign(static_cast<size_t>(rows * t), 0);
+    switch (forest_.uniform) {
+      case Mode::kLeq: return eval_mode<Mode::kLeq>(x, f, r0, r1, s);
+      case Mode::kLt: return eval_mode<Mode::kLt>(x, f, r0, r1, s);
+      case Mode::kGte: return eval_mode<Mode::kGte>(x, f, r0, r1, s);
+      case Mode::kGt: return eval_mode<Mode::kGt>(x, f, r0, r1, s);
+      case Mode::kEq: return eval_mode<Mode::kEq>(x, f, r0, r1, s);
+      case Mode::kNeq: return eval_mode<Mode::kNeq>(x, f, r0, r1, s);
+      default: return eval_mode<Mode::kMixed>(x, f, r0, r1, s);
+    }
+  }
+
+  template <Mode M>
+  void eval_mode(const TT* x, int64_t f, int64_t r0, int64_t r1, Scratch<TT>& s) const {
+    if (forest_.any_missing) {
+      eval_walk<M, true>(x, f, r0, r1, s);
+    } else {
+      eval_walk<M, false>(x, f, r0, r1, s);
+    }
+  }
+
+  template <Mode M, bool kMissing>
+  void eval_walk(const TT* x, int64_t f, int64_t r0, int64_t r1, Scratch<TT>& s) const {
+    const auto* nodes = forest_.nodes.data();
+    const int64_t t = cfg_.n_targets;
+    const bool single = forest_.single_weight;
+    const Aggregate agg = cfg_.agg;
+    for (int64_t tree = 0; tree < n_trees_; ++tree) {
+      const int32_t root = forest_.roots[tree];
+      for (int64_t r = r0; r < r1; ++r) {
+        const int32_t leaf = trees::find_leaf<TT, M, kMissing>(nodes, root, x + r * f, forest_.sets);
+        const int64_t row = r - r0;
+        if (single) {
+          add(agg, s.score[row], s.has[row], nodes[leaf].value);
+        } else {
+          const auto& node = nodes[leaf];
+          for (int32_t w = node.a, e = node.a + node.b; w < e; ++w) {
+            const int64_t k = row * t + forest_.weight_target[w];
+            add(agg, s.score[k], s.has[k], forest_.weight_value[w]);
+          }
+        }
+      }
+    }
+  }
+
+  static inline void add(Aggregate agg, TT& score, uint8_t& has, TT v) {
+    switch (agg) {
+      case Aggregate::kMin:
+        score = (!has || v < score) ? v : score;
+        break;
+      case Aggregate::kMax:
+        score = (!has || v > score) ? v : score;
+        break;
+      default:
+        score += v;
+        break;
+    }
+    has = 1;
+  }
+
+  void finish_block(int64_t r0, int64_t r1, Scratch<TT>& s, Tensor& out, Tensor& labels) const {
+    const int64_t t = cfg_.n_targets;
+    std::vector<float> z(static_cast<size_t>(std::max<int64_t>(t, 2)));
+    for (int64_t r = r0; r < r1; ++r) {
+      TT* sc = s.score.data() + (r - r0) * t;
+      uint8_t* has = s.has.data() + (r - r0) * t;
+      if (cfg_.op == TreeOp::kClassifier) {
+        const int64_t cls = finish_classifier(sc, has, z.data());
+        std::copy(z.begin(), z.begin() + t, out.data<float>() + r * t);
+        if (cfg_.str_labels.empty()) {
+          labels.data<int64_t>()[r] = cfg_.int_labels[cls];
+        } else {
+          labels.strings()[r] = cfg_.str_labels[cls];
+        }
+        continue;
+      }
+      finish_regression(sc, has);
+      if (out.dtype() == DType::kDouble) {
+        write_row(sc, out.data<double>() + r * t, z.data());
+      } else {
+        write_row(sc, out.data<float>() + r * t, z.data());
+      }
+    }
+  }
+
+  // Base values and averaging (onnxruntime's FinalizeScores / FinalizeScores1). With two or more
+  // targets, onnxruntime writes 0 for a target no leaf voted for, base value or not; so do we.
+  void finish_regression(TT* sc, const uint8_t* has) const {
+    const int64_t t = cfg_.n_targets;
+    const bool use_base = static_cast<int64_t>(base_.size()) == t;
+    for (int64_t j = 0; j < t; ++j) {
+      const TT b = use_base ? base_[j] : TT(0);
+      switch (cfg_.agg) {
+        case Aggregate::kSum: sc[j] += b; break;
+        case Aggregate::kAverage: sc[j] = sc[j] / static_cast<TT>(n_trees_) + b; break;
+        default: sc[j] = has[j] ? sc[j] + b : b; break;
+      }
+      if (t > 1 && !has[j]) sc[j] = TT(0);
+    }
+  }
+
+  // Post transform: one target gets PROBIT only; two or more get every transform, computed in
+  // float (onnxruntime's write_scores).
+  template <typename O>
+  void write_row(const TT* sc, O* dst, float* z) const {
+    const int64_t t = cfg_.n_targets;
+    if (cfg_.post == PostTransform::kNone || (t == 1 && cfg_.post != PostTransform::kProbit)) {
+      for (int64_t j = 0; j < t; ++j) dst[j] = static_cast<O>(sc[j]);
+      return;
+    }
+    for (int64_t j = 0; j < t; ++j) z[j] = static_cast<float>(sc[j]);
+    if (t == 1) {
+      z[0] = ml_probit(z[0]);
+    } else {
+      apply_post_transform(z, t, cfg_.post);
+    }
+    for (int64_t j = 0; j < t; ++j) dst[j] = static_cast<O>(z[j]);
+  }
+
+  // Scores and class index of one row (onnxruntime's TreeAggregatorClassifier::FinalizeScores).
+  int64_t finish_classifier(TT* s, uint8_t* has, float* z) const {
+    const int64_t c = cfg_.n_targets;
+    const size_t nb = base_.size();
+    if (c > 2) {
+      for (size_t k = 0; k < nb; ++k) {
+        if (!has[k]) {
+          has[k] = 1;
+          s[k] = base_[k];
+        } else {
+          s[k] += base_[k];
+        }
+      }
+      int64_t best = -1;
+      for (int64_t k = 0; k < c; ++k) {
+        if (has[k] && (best < 0 || s[k] > s[best])) best = k;
+      }
+      // A class without votes scores 0 (onnxruntime's ScoreValue reads as 0 without has_score).
+      for (int64_t k = 0; k < c; ++k) z[k] = has[k] ? static_cast<float>(s[k]) : 0.0f;
+      apply_post_transform(z, c, cfg_.post);
+      return best < 0 ? 0 : best;
+    }
+    // Two classes.
+    int size = 2;
+    int second = -1;  // how the single score becomes two (onnxruntime's add_second_class)
+    if (nb == 2) {
+      if (has[1]) {
+        s[1] = base_[1] + s[0];
+        s[0] = -s[1];
+      } else {
+        s[1] += base_[1];
+        s[0] += base_[0];
+      }
+    } else if (nb == 1) {
+      s[0] += base_[0];
+      if (!has[1]) size = 1;
+    } else {
+      second = 3;
+      if (!has[1]) size = 1;
+    }
+    const TT pos = (size == 2 && has[1]) ? s[1] : (has[0] ? s[0] : TT(0));
+    int64_t cls;
+    if (cfg_.binary_case) {
+      if (cfg_.all_positive) {
+        cls = pos > TT(0.5) ? 1 : 0;
+        second = cls ? 0 : 1;
+      } else {
+        cls = pos > TT(0) ? 1 : 0;
+        second = cls ? 2 : 3;
+      }
+    } else if (size == 2) {
+      cls = s[1] > s[0] ? 1 : 0;
+    } else {
+      cls = pos > TT(0) ? 1 : 0;
+    }
+    if (size == 2) {
+      z[0] = has[0] ? static_cast<float>(s[0]) : 0.0f;
+      z[1] = has[1] ? static_cast<float>(s[1]) : 0.0f;
+      apply_post_transform(z, 2, cfg_.post);
+      return cls;
+    }
+    const float v = has[0] ? static_cast<float>(s[0]) : 0.0f;
+    if (cfg_.post == PostTransform::kProbit) {
+      z[0] = ml_probit(v);
+      z[1] = 0.0f;
+    } else if (second == 0 || second == 1) {
+      z[0] = 1.0f - v;
+      z[1] = v;
+    } else if (second == 2 || second == 3) {
+      if (cfg_.post == PostTransform::kLogistic) {
+        z[0] = ml_logistic(-v);
+        z[1] = ml_logistic(v);
+      } else {
+        z[0] = -v;
+        z[1] = v;
+      }
+    } else {
+      z[0] = v;
+      z[1] = 0.0f;
+    }
+    return cls;
+  }
+
+  Forest<TT> forest_;
+  TreeConfig cfg_;
+  std::vector<TT> base_;
+  int64_t n_trees_ = 0;
+};
+
+// Static shape of the rows of an [N, F] / [F] input: N or -1.
+int64_t static_rows(const ValueInfo& x) {
+  if (!x.has_shape) return -1;
+  if (x.rank() == 1) return 1;
+  if (x.rank() == 2) return x.dims[0];
+  fail("the input must be [N, F] or [F], got shape " + dims_str(x.dims));
+}
+
+template <TreeOp op>
+std::unique_ptr<Kernel> make_tree(CompileContext& ctx) {
+  ctx.expect_inputs(1, 1);
+  ctx.expect_outputs(1, op == TreeOp::kClassifier ? 2 : 1);
+  const ValueInfo& x = ctx.input(0);
+  if constexpr (op == TreeOp::kEnsemble) {
+    ctx.expect_type(0, {DType::kFloat, DType::kDouble});
+  } else {
+    ctx.expect_type(0, {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32});
+  }
+  const int64_t rows = static_rows(x);
+
+  TreeConfig cfg;
+  cfg.op = op;
+  cfg.post = parse_post_transform(ctx.attr_string("post_transform", "NONE"));
+  RawForest raw;
+  if constexpr (op == TreeOp::kClassifier) {
+    cfg.int_labels = ctx.attr_ints("classlabels_int64s");
+    cfg.str_labels = ctx.attr_strings("classlabels_strings");
+    if (cfg.int_labels.empty() == cfg.str_labels.empty()) {
+      fail("needs exactly one non-empty list of classlabels_int64s and classlabels_strings");
+    }
+    cfg.n_targets = static_cast<int64_t>(cfg.str_labels.empty() ? cfg.int_labels.size() : cfg.str_labels.size());
+    if (cfg.n_targets < 2) fail("needs at least two class labels");
+    raw = read_v3_forest(ctx, true, cfg.n_targets);
+    cfg.base = ctx.attr_floats("base_values");
+    const size_t nb = cfg.base.size();
+    if (cfg.n_targets == 2 ? nb > 2 : (nb != 0 && static_cast<int64_t>(nb) != cfg.n_targets)) {
+      fail("has " + std::to_string(nb) + " base_values for " + std::to_string(cfg.n_targets) + " classes");
+    }
+  } else if constexpr (op == TreeOp::kRegressor) {
+    cfg.n_targets = ctx.attr_int("n_targets", 1);
+    if (cfg.n_targets < 1) fail("attribute \"n_targets\" must be at least 1");
+    cfg.agg = parse_aggregate(ctx.attr_string("aggregate_function", "SUM"));
+    raw = read_v3_forest(ctx, false, cfg.n_targets);
+    cfg.base = ctx.attr_floats("base_values");
+  } else {
+    cfg.n_targets = ctx.attr_int("n_targets", 1);
+    if (cfg.n_targets < 1) fail("attribute \"n_targets\" must be at least 1");
+    cfg.agg = parse_aggregate(ctx.attr_string("aggregate_function", "SUM"));
+    raw = read_v5_forest(ctx, cfg.n_targets);
+  }
+  if (op != TreeOp::kClassifier && !cfg.base.empty() && static_cast<int64_t>(cfg.base.size()) != cfg.n_targets) {
+    fail("has " + std::to_string(cfg.base.size()) + " base_values for " + std::to_string(cfg.n_targets) + " targets");
+  }
+
+  // Thresholds and sums in float when that loses nothing and the input is not double (as
+  // onnxruntime's float ThresholdType); otherwise double. TreeEnsemble-5 computes in its input type.
+  bool use_double = x.dtype == DType::kDouble || x.dtype == DType::kUndefined;
+  if (op != TreeOp::kEnsemble && !use_double) {
+    auto exact = [](const std::vector<double>& v) { return std::all_of(v.begin(), v.end(), float_exact); };
+    use_double = !exact(cfg.base);
+    for (const RawNode& n : raw.nodes) {
+      if (use_double) break;
+      if (!float_exact(n.value) || !exact(n.members)) use_double = true;
+      for (const auto& w : n.weights) {
+        if (!float_exact(w.second)) use_double = true;
+      }
+    }
+  }
+
+  std::vector<ValueInfo> outs;
+  const DType out_type = op == TreeOp::kEnsemble && x.dtype != DType::kUndefined ? x.dtype : DType::kFloat;
+  if constexpr (op == TreeOp::kClassifier) {
+    outs.push_back(ValueInfo::of(cfg.str_labels.empty() ? DType::kInt64 : DType::kString, {rows}));
+  }
+  outs.push_back(op == TreeOp::kEnsemble && x.dtype == DType::kUndefined ? ValueInfo()
+                                                                        : ValueInfo::of(out_type, {rows, cfg.n_targets}));
+  if (outs.back().dtype == DType::kUndefined) {
+    outs.back().has_shape = true;
+    outs.back().dims = {rows, cfg.n_targets};
+  }
+  ctx.outputs = outs;
+
+  auto finish = [&](auto tag) -> std::unique_ptr<Kernel> {
+    using TT = typename decltype(tag)::type;
+    Forest<TT> forest;
+    try {
+      forest = Forest<TT>::build(raw);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    if (x.has_shape && x.rank() >= 1 && x.dims.back() >= 0 && forest.max_feature >= x.dims.back()) {
+      fail("a tree reads feature " + std::to_string(forest.max_feature) + " but the input has " +
+           std::to_string(x.dims.back()) + " features");
+    }
+    if constexpr (op == TreeOp::kClassifier) {
+      cfg.binary_case = cfg.n_targets == 2 && forest.distinct_targets == 1;
+      cfg.all_positive = forest.all_weights_positive;
+    }
+    return std::make_unique<TreeKernel<TT>>(std::move(forest), cfg);
+  };
+  if (op == TreeOp::kEnsemble) {
+    // Arithmetic in the input type; an input of unknown type is evaluated in double (exact for
+    // float inputs too) and the output still takes the input's type.
+    if (x.dtype == DType::kFloat) return finish(TypeTag<float>{});
+    return finish(TypeTag<double>{});
+  }
+  return use_double ? finish(TypeTag<double>{}) : finish(TypeTag<float>{});
+}
+
+}  // namespace
+
+void add_ml_tree_kernels(KernelRegistry& r) {
+  r["ai.onnx.ml:TreeEnsembleRegressor"] = make_tree<TreeOp::kRegressor>;
+  r["ai.onnx.ml:TreeEnsembleClassifier"] = make_tree<TreeOp::kClassifier>;
+  r["ai.onnx.ml:TreeEnsemble"] = make_tree<TreeOp::kEnsemble>;
+}
+
+}  // namespace platform::tabular

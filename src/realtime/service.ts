@@ -1,0 +1,68 @@
+// The realtime half of the platform, assembled: stores, the live registry, the deployer, the
+// request log and the shadow dispatcher, built once per app and closed with it.
+import type { FastifyBaseLogger } from 'fastify';
+import { Counter, type Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import type { Db } from '../store/database.js';
+import { AudienceStore } from './audiences.js';
+import { BuildStore } from './builds.js';
+import { Deployer } from './deployer.js';
+import { DeploymentStore } from './deployments.js';
+import type { CompileModel } from './loaded-build.js';
+import { createPredictMetrics, type PredictMetrics } from './metrics.js';
+import { ModelStore } from './models.js';
+import { RealtimeRegistry } from './registry.js';
+import { RequestLog } from './request-log.js';
+import { ShadowDispatcher } from './shadow.js';
+
+export interface Realtime {
+  models: ModelStore;
+  builds: BuildStore;
+  deployments: DeploymentStore;
+  audiences: AudienceStore;
+  registry: RealtimeRegistry;
+  deployer: Deployer;
+  requestLog: RequestLog;
+  shadows: ShadowDispatcher;
+  metrics: PredictMetrics;
+  close(): Promise<void>;
+}
+
+export async function createRealtime(opts: {
+  db: Db;
+  config: Config;
+  clock: () => number;
+  metrics: Registry;
+  log: FastifyBaseLogger;
+  compile: CompileModel;
+}): Promise<Realtime> {
+  const { db, config, clock } = opts;
+  const models = new ModelStore(db, clock);
+  const builds = new BuildStore(db, config.dataDir, clock);
+  const deployments = new DeploymentStore(db, clock);
+  const audiences = new AudienceStore(db, () => deployments.audiencesInUse(), clock);
+  const metrics = createPredictMetrics(opts.metrics);
+  const registry = new RealtimeRegistry(builds, opts.compile, config.batching, (buildId, rows) => metrics.batchRows.observe({ build: buildId }, rows));
+  const deployer = new Deployer(models, builds, deployments, audiences, registry, opts.log);
+  const requestLog = new RequestLog(config.dataDir, config.requestLogMaxRows);
+  const dropped = new Counter({ name: 'shadow_requests_dropped_total', help: 'Shadow copies dropped because the shadow queue was full', registers: [opts.metrics] });
+  const shadows = new ShadowDispatcher(config.shadow, () => dropped.inc());
+  await deployer.restore();
+  return {
+    models,
+    builds,
+    deployments,
+    audiences,
+    registry,
+    deployer,
+    requestLog,
+    shadows,
+    metrics,
+    async close() {
+      await deployer.idle();
+      while (shadows.pending > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await registry.close();
+      requestLog.close();
+    },
+  };
+}

@@ -1,0 +1,89 @@
+// Audiences: POST takes the YAML form of DESIGN.md section 4 as JSON ({api_version, spec:
+// {audiences: [...]}}) and creates them all or none; GET lists; PUT replaces one; DELETE
+// refuses an audience that a deployment routes by.
+import type { FastifyPluginAsync } from 'fastify';
+import type { AudienceInput, AudienceRecord, AudienceStore } from '../../realtime/audiences.js';
+import { invalidArgument } from '../../errors.js';
+import { responses } from '../schemas.js';
+
+const audienceJson = (a: AudienceRecord) => ({
+  id: a.id,
+  name: a.name,
+  description: a.description,
+  conditions: a.conditions,
+  created_at: a.createdAt,
+  updated_at: a.updatedAt,
+});
+
+const audienceSchema = {
+  type: 'object',
+  required: ['id', 'name', 'description', 'conditions', 'created_at', 'updated_at'],
+  properties: {
+    id: { type: 'string' },
+    name: { type: 'string' },
+    description: { type: 'string' },
+    conditions: { type: 'object', additionalProperties: true },
+    created_at: { type: 'integer' },
+    updated_at: { type: 'integer' },
+  },
+} as const;
+
+const fileSchema = {
+  type: 'object',
+  required: ['spec'],
+  properties: {
+    api_version: { type: 'string', enum: ['v1'] },
+    spec: {
+      type: 'object',
+      required: ['audiences'],
+      properties: { audiences: { type: 'array', minItems: 1, maxItems: 1000, items: { type: 'object' } } },
+    },
+  },
+} as const;
+
+const idParams = { type: 'object', required: ['audience_id'], properties: { audience_id: { type: 'string', maxLength: 64 } } } as const;
+
+type AudienceFile = { api_version?: string; spec: { audiences: AudienceInput[] } };
+
+export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = async (app, { audiences }) => {
+  app.post<{ Body: AudienceFile }>(
+    '/api/v1/audiences',
+    { schema: { body: fileSchema, response: responses({ 201: { type: 'object', required: ['audiences'], properties: { audiences: { type: 'array', items: audienceSchema } } } }) } },
+    async (request, reply) => {
+      reply.code(201);
+      return { audiences: audiences.createMany(request.body.spec.audiences).map(audienceJson) };
+    },
+  );
+
+  app.get(
+    '/api/v1/audiences',
+    { schema: { response: responses({ 200: { type: 'object', required: ['audiences'], properties: { audiences: { type: 'array', items: audienceSchema } } } }) } },
+    async () => ({ audiences: audiences.list().map(audienceJson) }),
+  );
+
+  app.get<{ Params: { audience_id: string } }>(
+    '/api/v1/audiences/:audience_id',
+    { schema: { params: idParams, response: responses({ 200: audienceSchema }) } },
+    async (request) => audienceJson(audiences.get(request.params.audience_id)),
+  );
+
+  app.put<{ Params: { audience_id: string }; Body: AudienceFile }>(
+    '/api/v1/audiences/:audience_id',
+    { schema: { params: idParams, body: fileSchema, response: responses({ 200: audienceSchema }) } },
+    async (request) => {
+      const list = request.body.spec.audiences;
+      if (list.length !== 1) throw invalidArgument(`an update takes exactly one audience; the file has ${list.length}`, 'spec.audiences');
+      return audienceJson(audiences.update(request.params.audience_id, list[0]!));
+    },
+  );
+
+  app.delete<{ Params: { audience_id: string } }>(
+    '/api/v1/audiences/:audience_id',
+    { schema: { params: idParams, response: responses({ 204: { type: 'null' } }) } },
+    async (request, reply) => {
+      audiences.delete(request.params.audience_id);
+      reply.code(204);
+      return null;
+    },
+  );
+};

@@ -1,0 +1,168 @@
+// Types shared by the host's main thread (routes, validation) and the index worker: collections,
+// the messages between them, and the names of DESIGN.md section 6.
+import type { Filter } from './filter.js';
+
+export type Metric = 'cosine' | 'l2' | 'dot';
+export const METRICS: readonly Metric[] = ['cosine', 'l2', 'dot'];
+
+/** ^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$ (DESIGN.md section 6). */
+export const COLLECTION_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$';
+export const MAX_ID_LENGTH = 256;
+export const MAX_TENANT_LENGTH = 256;
+export const MAX_DIMENSION = 65536;
+export const MAX_RESULTS = 1000;
+export const MAX_SAMPLES = 1000;
+
+/** A JSON object of properties as the client sent it. */
+export type Properties = Record<string, unknown>;
+
+export interface HnswParams {
+  /** Links per node (hnswlib's M). */
+  m: number;
+  /** Candidate list while building. */
+  efConstruction: number;
+  /** Candidate list while searching (setEf). */
+  ef: number;
+}
+
+export interface CollectionRecord {
+  /** Internal id: names the index directory, never reused. */
+  id: number;
+  name: string;
+  dimension: number;
+  metric: Metric;
+  description: string;
+  multiTenant: boolean;
+  hnsw: HnswParams;
+  vectorCount: number;
+  createdAt: number;
+}
+
+export interface NewCollection {
+  name: string;
+  dimension: number;
+  metric: Metric;
+  description: string;
+  multiTenant: boolean;
+  hnsw: HnswParams;
+}
+
+/** What the worker knows about a collection's indexes, for GET /collections/{name}. */
+export interface IndexStats {
+  tenants: number;
+  indexed: number;
+  tombstones: number;
+  pending: number;
+  compacting: boolean;
+}
+
+export interface UpsertBatch {
+  collectionId: number;
+  /** Tenant of each vector ('' in a plain collection). */
+  tenants: string[];
+  ids: string[];
+  /** n * dimension float32 values, row by row. */
+  values: Float32Array;
+  properties: Properties[];
+}
+
+export interface SearchRequest {
+  collectionId: number;
+  tenant: string;
+  query: Float32Array;
+  k: number;
+  filter: Filter | undefined;
+  includeVector: boolean;
+  /** Property names to return; undefined returns none. */
+  properties: string[] | undefined;
+}
+
+export interface SearchHit {
+  id: string;
+  distance: number;
+  values?: Float32Array;
+  properties?: Properties;
+}
+
+export interface SearchResult {
+  hits: SearchHit[];
+  /** How the search was answered, for the log and the tests. */
+  strategy: 'graph' | 'filtered-graph' | 'exact' | 'empty';
+}
+
+export interface SampleRequest {
+  collectionId: number;
+  tenant: string;
+  count: number;
+  includeVector: boolean;
+}
+
+export interface SampledVector {
+  id: string;
+  values?: Float32Array;
+  properties: Properties;
+}
+
+export interface VectorKey {
+  tenant: string;
+  id: string;
+}
+
+/** Settings the worker needs; a subset of Config.vectors plus where things live. */
+export interface WorkerSettings {
+  dbPath: string;
+  /** <DATA_DIR>/vectors: one directory per collection id. */
+  indexDir: string;
+  checkpointChanges: number;
+  checkpointIdleMs: number;
+  compactMinTombstones: number;
+  exactScanMax: number;
+  maxBacklogFloats: number;
+}
+
+/** The worker's operations: name -> [argument, result]. */
+export interface WorkerOps {
+  createCollection: [NewCollection, CollectionRecord];
+  dropCollection: [{ collectionId: number }, { removed: boolean }];
+  upsert: [UpsertBatch, { numAffected: number }];
+  delete: [{ collectionId: number; keys: VectorKey[] }, { numDeleted: number }];
+  search: [SearchRequest, SearchResult];
+  sample: [SampleRequest, SampledVector[]];
+  stats: [{ collectionId: number }, IndexStats];
+  /** Resolves once every queued index change is applied (tests, benchmarks, shutdown). */
+  flush: [{ checkpoint: boolean }, { checkpointed: number }];
+  /** Applies and checkpoints everything, then closes the worker's database connection. */
+  close: [Record<string, never>, { checkpointed: number }];
+}
+
+export type WorkerOp = keyof WorkerOps;
+
+export interface WorkerRequest<K extends WorkerOp = WorkerOp> {
+  id: number;
+  op: K;
+  arg: WorkerOps[K][0];
+}
+
+/** An error the worker reports for the main thread to render (code as in src/errors.ts). */
+export interface WorkerError {
+  code: 'invalid_argument' | 'not_found' | 'conflict' | 'internal';
+  message: string;
+  param: string | null;
+}
+
+export type WorkerResponse =
+  | { id: number; ok: true; result: unknown }
+  | { id: number; ok: false; error: WorkerError }
+  | { log: { level: 'info' | 'warn' | 'error'; msg: string; data?: Record<string, unknown> } };
+
+/** Thrown inside the worker for a refusal the client should see. */
+export class VectorStoreError extends Error {
+  constructor(
+    readonly code: WorkerError['code'],
+    message: string,
+    readonly param: string | null = null,
+  ) {
+    super(message);
+    this.name = 'VectorStoreError';
+  }
+}
