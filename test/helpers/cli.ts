@@ -8,11 +8,13 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/** Runs the CLI; `input`, when given, is written to its stdin (then closed). */
+export function runCli(args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
   const proc = spawn(process.execPath, [CLI_MAIN, ...args], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (input !== undefined) proc.stdin!.end(input);
   let stdout = '';
   let stderr = '';
   proc.stdout.on('data', (c: Buffer) => (stdout += c));

@@ -1,0 +1,474 @@
+// The vector store over HTTP against raw in-process hnswlib-node, same data, same M / ef.
+//
+// For each size (100,000 x 128 and 10,000 x 768 clustered vectors by default, cosine):
+//   - the ground truth: an exact scan (the native f32 GEMM over normalised vectors);
+//   - raw hnswlib-node in this process: insertion rate, single-thread search QPS, recall@10;
+//   - the real host (dist/server/main.js as a child process, fresh DATA_DIR): upserts in batches
+//     of 500 (acknowledged = committed to SQLite with synchronous FULL; indexed = also in the
+//     graph and searchable), GET /healthz latency while that runs, search QPS at concurrency 1
+//     and 16 (autocannon), recall@10 at the default settings;
+//   - ratios HTTP / raw, and the issue's goals.
+// Then two measurements behind design choices: one graph per tenant against one shared graph
+// with a tenant filter, and exact scan against filtered graph search by selectivity.
+//
+// Sizes: VECTORS_BENCH_N (100000), VECTORS_BENCH_N_768 (10000), VECTORS_BENCH_QUERIES (1000),
+// VECTORS_BENCH_SECONDS per QPS run (10), VECTORS_BENCH_SKIP_EXTRA=1 to skip the design
+// measurements. Needs `npm run build` (the host runs from dist/) and the native addon.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import hnswlib from 'hnswlib-node';
+import { ApiKeyStore } from '../src/auth/api-keys.js';
+import { gemm } from '../src/native/gemm.js';
+import { openDatabase } from '../src/store/database.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const HOST_MAIN = path.join(ROOT, 'dist/server/main.js');
+const env = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
+
+// The host's defaults (src/config.ts), used for the raw peer too.
+const M = 16;
+const EF_CONSTRUCTION = 200;
+const EF = 64;
+const K = 10;
+const BATCH = 500;
+const UPSERT_CONCURRENCY = 2;
+
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; average: number };
+  non2xx: number;
+  errors: number;
+}
+type Autocannon = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+// ---- data ----
+
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** n points around 100 random centres in [-1, 1]^dim, Gaussian spread 0.35, rounded to 6 decimals. */
+function clustered(n: number, dim: number, seed: number, centres: Float32Array): Float32Array {
+  const r = rng(seed);
+  const out = new Float32Array(n * dim);
+  const c = centres.length / dim;
+  for (let i = 0; i < n; i++) {
+    const base = Math.floor(r() * c) * dim;
+    for (let j = 0; j < dim; j++) {
+      const g = Math.sqrt(-2 * Math.log(r() + 1e-12)) * Math.cos(2 * Math.PI * r());
+      out[i * dim + j] = Math.round((centres[base + j]! + g * 0.35) * 1e6) / 1e6;
+    }
+  }
+  return out;
+}
+
+function unitRows(v: Float32Array, dim: number): Float32Array {
+  const out = new Float32Array(v.length);
+  for (let i = 0; i < v.length; i += dim) {
+    let s = 0;
+    for (let j = 0; j < dim; j++) s += v[i + j]! ** 2;
+    const inv = 1 / Math.sqrt(s);
+    for (let j = 0; j < dim; j++) out[i + j] = v[i + j]! * inv;
+  }
+  return out;
+}
+
+/** Exact top-k by cosine distance for every query, through the native GEMM in blocks of queries. */
+function groundTruth(data: Float32Array, queries: Float32Array, dim: number, k: number): number[][] {
+  const n = data.length / dim;
+  const q = queries.length / dim;
+  const a = unitRows(queries, dim);
+  const b = unitRows(data, dim);
+  const out: number[][] = [];
+  const block = 64;
+  for (let start = 0; start < q; start += block) {
+    const rows = Math.min(block, q - start);
+    const sims = gemm(rows, n, dim, a.subarray(start * dim, (start + rows) * dim), b, { transB: true });
+    for (let r = 0; r < rows; r++) {
+      const row = sims.subarray(r * n, (r + 1) * n);
+      const best: Array<[number, number]> = [];
+      let floor = -Infinity;
+      for (let i = 0; i < n; i++) {
+        const s = row[i]!;
+        if (best.length < k || s > floor) {
+          best.push([s, i]);
+          best.sort((x, y) => y[0] - x[0]);
+          if (best.length > k) best.pop();
+          floor = best[best.length - 1]![0];
+        }
+      }
+      out.push(best.map(([, i]) => i));
+    }
+  }
+  return out;
+}
+
+const recallAt = (found: number[][], truth: number[][]) =>
+  found.reduce((hits, f, i) => hits + f.filter((x) => truth[i]!.includes(x)).length, 0) / (truth.length * K);
+
+const row = (v: Float32Array, dim: number, i: number) => Array.from(v.subarray(i * dim, (i + 1) * dim));
+
+// ---- raw hnswlib-node ----
+
+interface RawFigures {
+  insertPerSec: number;
+  qps: number;
+  recall: number;
+  index: InstanceType<typeof hnswlib.HierarchicalNSW>;
+}
+
+function raw(data: Float32Array, queries: Float32Array, dim: number, truth: number[][]): RawFigures {
+  const n = data.length / dim;
+  const index = new hnswlib.HierarchicalNSW('cosine', dim);
+  index.initIndex({ maxElements: n, m: M, efConstruction: EF_CONSTRUCTION, randomSeed: 100 });
+  let t0 = performance.now();
+  for (let i = 0; i < n; i++) index.addPoint(row(data, dim, i), i);
+  const insertPerSec = n / ((performance.now() - t0) / 1000);
+  index.setEf(EF);
+  const q = queries.length / dim;
+  const points = Array.from({ length: q }, (_, i) => row(queries, dim, i));
+  const found: number[][] = [];
+  t0 = performance.now();
+  for (const p of points) found.push(index.searchKnn(p, K).neighbors);
+  // Repeat to at least ~2 s for a stable QPS figure.
+  let runs = q;
+  while (performance.now() - t0 < 2000) for (const p of points) (index.searchKnn(p, K), runs++);
+  const qps = runs / ((performance.now() - t0) / 1000);
+  return { insertPerSec, qps, recall: recallAt(found, truth), index };
+}
+
+// ---- the host ----
+
+interface Host {
+  proc: ChildProcess;
+  url: string;
+  token: string;
+  dataDir: string;
+}
+
+async function startHost(): Promise<Host> {
+  if (!fs.existsSync(HOST_MAIN)) throw new Error(`${HOST_MAIN} is missing: run "npm run build" first`);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'vectors-bench-'));
+  const db = openDatabase(dataDir);
+  const { key } = new ApiKeyStore(db).create('bench');
+  db.close();
+  const proc = spawn(process.execPath, [HOST_MAIN], {
+    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk;
+      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      if (m) resolve(m[1]!);
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', (c: Buffer) => (out += c));
+    proc.on('exit', (code) => reject(new Error(`host exited with ${code}:\n${out}`)));
+  });
+  const res = await fetch(`${url}/api/v1/authentication/platform-api-key`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ platformApiKey: key }),
+  });
+  const { accessToken } = (await res.json()) as { accessToken: string };
+  return { proc, url, token: accessToken, dataDir };
+}
+
+async function stopHost(host: Host): Promise<void> {
+  const exited = new Promise((resolve) => host.proc.on('exit', resolve));
+  host.proc.kill('SIGTERM');
+  await exited;
+  fs.rmSync(host.dataDir, { recursive: true, force: true });
+}
+
+async function call<T>(host: Host, method: string, urlPath: string, body?: string): Promise<T> {
+  const res = await fetch(host.url + urlPath, {
+    method,
+    headers: { authorization: `Bearer ${host.token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body,
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${urlPath}: ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text) as T;
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
+interface HttpFigures {
+  ackPerSec: number;
+  indexedPerSec: number;
+  healthP50: number;
+  healthP99: number;
+  healthMax: number;
+  healthSamples: number;
+  qps1: number;
+  qps16: number;
+  p99ms16: number;
+  recall: number;
+}
+
+async function overHttp(data: Float32Array, queries: Float32Array, dim: number, truth: number[][], seconds: number): Promise<HttpFigures> {
+  const host = await startHost();
+  try {
+    const name = `bench${dim}`;
+    await call(host, 'POST', '/api/v1/vectors/collections', JSON.stringify({ name, dimension: dim, metric: 'cosine' }));
+    const n = data.length / dim;
+    const bodies: string[] = [];
+    for (let start = 0; start < n; start += BATCH) {
+      const vector = [];
+      for (let i = start; i < Math.min(n, start + BATCH); i++) vector.push({ id: String(i), values: row(data, dim, i), properties: { i } });
+      bodies.push(JSON.stringify({ collection_name: name, vector }));
+    }
+
+    // Health probes every ~10 ms for as long as the upsert phase lasts.
+    const health: number[] = [];
+    let probing = true;
+    const probe = (async () => {
+      while (probing) {
+        const t = performance.now();
+        await fetch(`${host.url}/healthz`).then((r) => r.arrayBuffer());
+        health.push(performance.now() - t);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: UPSERT_CONCURRENCY }, async () => {
+        while (next < bodies.length) await call(host, 'POST', '/api/v1/vectors/upsert', bodies[next++]);
+      }),
+    );
+    const acked = performance.now() - t0;
+    // A search waits behind the collection's queued graph work: when it answers, all is indexed.
+    const probeBody = JSON.stringify({ collection_name: name, reference_vector: { element: row(queries, dim, 0) }, max_results: 1 });
+    await call(host, 'POST', '/api/v1/vectors/search', probeBody);
+    const indexed = performance.now() - t0;
+    probing = false;
+    await probe;
+    health.sort((a, b) => a - b);
+
+    const q = queries.length / dim;
+    const searchBodies = Array.from({ length: q }, (_, i) =>
+      JSON.stringify({ collection_name: name, reference_vector: { element: row(queries, dim, i) }, max_results: K }),
+    );
+    // Recall over HTTP, 8 at a time.
+    const found: number[][] = new Array(q);
+    let qi = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (qi < q) {
+          const i = qi++;
+          const res = await call<{ search_results: Array<{ id: string }> }>(host, 'POST', '/api/v1/vectors/search', searchBodies[i]);
+          found[i] = res.search_results.map((r) => Number(r.id));
+        }
+      }),
+    );
+
+    const qpsAt = async (connections: number) => {
+      let i = 0;
+      const result = await autocannon({
+        url: `${host.url}/api/v1/vectors/search`,
+        connections,
+        duration: seconds,
+        method: 'POST',
+        headers: { authorization: `Bearer ${host.token}`, 'content-type': 'application/json' },
+        requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: searchBodies[i++ % q] }) }],
+      });
+      if (result.non2xx > 0 || result.errors > 0) throw new Error(`search run had ${result.non2xx} non-2xx answers and ${result.errors} errors`);
+      return result;
+    };
+    const c1 = await qpsAt(1);
+    const c16 = await qpsAt(16);
+    return {
+      ackPerSec: n / (acked / 1000),
+      indexedPerSec: n / (indexed / 1000),
+      healthP50: pct(health, 50),
+      healthP99: pct(health, 99),
+      healthMax: health[health.length - 1] ?? NaN,
+      healthSamples: health.length,
+      qps1: c1.requests.average,
+      qps16: c16.requests.average,
+      p99ms16: c16.latency.p99,
+      recall: recallAt(found, truth),
+    };
+  } finally {
+    await stopHost(host);
+  }
+}
+
+// ---- design measurements ----
+
+/** One graph per tenant against one shared graph searched with a tenant filter. */
+function tenantLayout(dim: number): Array<Record<string, string | number>> {
+  const tenants = 20;
+  const perTenant = 2500;
+  const centres = clustered(100, dim, 77, new Float32Array(dim).fill(0));
+  const data = clustered(tenants * perTenant, dim, 78, centres);
+  const queries = clustered(200, dim, 79, centres);
+  const tenantOf = (label: number) => Math.floor(label / perTenant);
+  const shared = new hnswlib.HierarchicalNSW('cosine', dim);
+  shared.initIndex({ maxElements: tenants * perTenant, m: M, efConstruction: EF_CONSTRUCTION, randomSeed: 100 });
+  let t0 = performance.now();
+  for (let i = 0; i < tenants * perTenant; i++) shared.addPoint(row(data, dim, i), i);
+  const sharedBuild = performance.now() - t0;
+  const own = Array.from({ length: tenants }, () => {
+    const g = new hnswlib.HierarchicalNSW('cosine', dim);
+    g.initIndex({ maxElements: perTenant, m: M, efConstruction: EF_CONSTRUCTION, randomSeed: 100 });
+    return g;
+  });
+  t0 = performance.now();
+  for (let i = 0; i < tenants * perTenant; i++) own[tenantOf(i)]!.addPoint(row(data, dim, i), i);
+  const ownBuild = performance.now() - t0;
+  shared.setEf(EF);
+  for (const g of own) g.setEf(EF);
+
+  // Queries for tenant 3, with the exact answer inside that tenant.
+  const tenant = 3;
+  const slice = data.subarray(tenant * perTenant * dim, (tenant + 1) * perTenant * dim);
+  const truth = groundTruth(slice, queries, dim, K).map((r) => r.map((i) => i + tenant * perTenant));
+  const points = Array.from({ length: 200 }, (_, i) => row(queries, dim, i));
+  const time = (fn: (p: number[]) => number[]) => {
+    const found = points.map(fn);
+    const start = performance.now();
+    let runs = 0;
+    while (performance.now() - start < 1000) for (const p of points) (fn(p), runs++);
+    return { qps: runs / ((performance.now() - start) / 1000), recall: recallAt(found, truth) };
+  };
+  const filtered = time((p) => shared.searchKnn(p, K, (label) => tenantOf(label) === tenant).neighbors);
+  const mine = time((p) => own[tenant]!.searchKnn(p, K).neighbors);
+  return [
+    { layout: 'shared graph + tenant filter', build_s: sharedBuild / 1000, qps: filtered.qps, recall: filtered.recall },
+    { layout: 'one graph per tenant', build_s: ownBuild / 1000, qps: mine.qps, recall: mine.recall },
+  ];
+}
+
+/** Exact scan over the matches against filtered graph search, by the fraction that matches. */
+function filterStrategies(index: InstanceType<typeof hnswlib.HierarchicalNSW>, data: Float32Array, queries: Float32Array, dim: number) {
+  const n = data.length / dim;
+  const bucket = new Uint16Array(n);
+  const r = rng(5);
+  for (let i = 0; i < n; i++) bucket[i] = Math.floor(r() * 1000);
+  const points = Array.from({ length: 100 }, (_, i) => row(queries, dim, i));
+  const out: Array<Record<string, string | number>> = [];
+  for (const perMille of [1, 10, 50, 200, 500]) {
+    const allowed: number[] = [];
+    for (let i = 0; i < n; i++) if (bucket[i]! < perMille) allowed.push(i);
+    const set = new Set(allowed);
+    const truthFor = (p: number[]) => {
+      let qn = 0;
+      for (const x of p) qn += x * x;
+      qn = Math.sqrt(qn);
+      return allowed
+        .map((label) => {
+          const v = index.getPoint(label);
+          let dot = 0;
+          for (let j = 0; j < dim; j++) dot += v[j]! * p[j]!;
+          return { label, d: 1 - dot / qn };
+        })
+        .sort((a, b) => a.d - b.d)
+        .slice(0, K)
+        .map((x) => x.label);
+    };
+    let t0 = performance.now();
+    const truth = points.map(truthFor);
+    const exactMs = (performance.now() - t0) / points.length;
+    const widen = Math.min(8, n / allowed.length);
+    index.setEf(Math.ceil(EF * widen));
+    t0 = performance.now();
+    const found = points.map((p) => index.searchKnn(p, K, (label) => set.has(label)).neighbors);
+    const graphMs = (performance.now() - t0) / points.length;
+    index.setEf(EF);
+    out.push({
+      matches: allowed.length,
+      exact_ms: exactMs,
+      filtered_graph_ms: graphMs,
+      filtered_graph_recall: recallAt(found, truth),
+    });
+  }
+  return out;
+}
+
+// ---- report ----
+
+function table(rows: Array<Record<string, string | number>>): void {
+  const cols = Object.keys(rows[0] ?? {});
+  const fmt = (v: string | number) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v < 10 ? v.toFixed(3) : v.toFixed(1)) : v);
+  const cells = rows.map((r) => cols.map((c) => fmt(r[c] ?? '')));
+  const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
+  console.log(`| ${cols.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`);
+  console.log(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
+  for (const r of cells) console.log(`| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`);
+}
+
+export default async function run(): Promise<void> {
+  const queriesN = env('VECTORS_BENCH_QUERIES', 1000);
+  const seconds = env('VECTORS_BENCH_SECONDS', 10);
+  const sizes = [
+    { n: env('VECTORS_BENCH_N', 100_000), dim: 128 },
+    { n: env('VECTORS_BENCH_N_768', 10_000), dim: 768 },
+  ].filter((s) => s.n > 0);
+  console.log(`cosine, M ${M}, ef_construction ${EF_CONSTRUCTION}, ef ${EF}, k ${K}; ${queriesN} queries; ${os.cpus().length} CPUs; upserts in batches of ${BATCH}, ${UPSERT_CONCURRENCY} in flight\n`);
+  const results: Array<Record<string, unknown>> = [];
+  const summary: Array<Record<string, string | number>> = [];
+  let extraIndex: { index: RawFigures['index']; data: Float32Array; queries: Float32Array; dim: number } | undefined;
+  for (const { n, dim } of sizes) {
+    const centres = new Float32Array(100 * dim);
+    const r = rng(dim);
+    for (let i = 0; i < centres.length; i++) centres[i] = r() * 2 - 1;
+    const data = clustered(n, dim, 1, centres);
+    const queries = clustered(queriesN, dim, 2, centres);
+    let t0 = performance.now();
+    const truth = groundTruth(data, queries, dim, K);
+    console.log(`${n} x ${dim}: ground truth by exact scan in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    t0 = performance.now();
+    const rawFigures = raw(data, queries, dim, truth);
+    console.log(`${n} x ${dim}: raw hnswlib-node done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    t0 = performance.now();
+    const http = await overHttp(data, queries, dim, truth, seconds);
+    console.log(`${n} x ${dim}: HTTP done in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    if (dim === 128) extraIndex = { index: rawFigures.index, data, queries, dim };
+    results.push({ n, dim, raw: { ...rawFigures, index: undefined }, http });
+    const label = `${n / 1000}k x ${dim}`;
+    summary.push(
+      { size: label, figure: 'upsert vectors/s, acknowledged (durable)', http: http.ackPerSec, raw: rawFigures.insertPerSec, ratio: http.ackPerSec / rawFigures.insertPerSec, goal: '' },
+      { size: label, figure: 'upsert vectors/s, durable and indexed', http: http.indexedPerSec, raw: rawFigures.insertPerSec, ratio: http.indexedPerSec / rawFigures.insertPerSec, goal: `>= 0.70: ${http.indexedPerSec / rawFigures.insertPerSec >= 0.7 ? 'met' : 'NOT met'}` },
+      { size: label, figure: 'search QPS, concurrency 1', http: http.qps1, raw: rawFigures.qps, ratio: http.qps1 / rawFigures.qps, goal: '' },
+      { size: label, figure: 'search QPS, concurrency 16', http: http.qps16, raw: rawFigures.qps, ratio: http.qps16 / rawFigures.qps, goal: `>= 0.50: ${http.qps16 / rawFigures.qps >= 0.5 ? 'met' : 'NOT met'}` },
+      { size: label, figure: 'recall@10 at defaults', http: http.recall, raw: rawFigures.recall, ratio: http.recall / rawFigures.recall, goal: `>= 0.95: ${http.recall >= 0.95 ? 'met' : 'NOT met'}` },
+      { size: label, figure: `GET /healthz p99 ms during upserts (p50 ${http.healthP50.toFixed(1)}, max ${http.healthMax.toFixed(1)}, ${http.healthSamples} probes)`, http: http.healthP99, raw: '', ratio: '', goal: `< 20 ms: ${http.healthP99 < 20 ? 'met' : 'NOT met'}` },
+    );
+  }
+  console.log('The raw column is the in-process peer: insertions/s for upserts, single-thread QPS for searches (hnswlib-node is synchronous, so concurrency does not raise it), recall for recall.\n');
+  table(summary);
+
+  let layout: Array<Record<string, string | number>> = [];
+  let strategies: Array<Record<string, string | number>> = [];
+  if (process.env.VECTORS_BENCH_SKIP_EXTRA !== '1') {
+    console.log('\nOne graph per tenant against a shared graph with a tenant filter (20 tenants x 2,500 x 128, search in one tenant, in-process):\n');
+    layout = tenantLayout(128);
+    table(layout);
+    if (extraIndex) {
+      console.log(`\nFiltered search on the raw ${extraIndex.data.length / extraIndex.dim} x ${extraIndex.dim} graph: exact scan of the matches against filtered graph search (ef raised by 1/selectivity, at most 8x), per query:\n`);
+      strategies = filterStrategies(extraIndex.index, extraIndex.data, extraIndex.queries, extraIndex.dim);
+      table(strategies);
+    }
+  }
+  const outDir = path.join(ROOT, 'bench', 'out');
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, 'vectors.json'), `${JSON.stringify({ results, summary, layout, strategies }, null, 2)}\n`);
+}
