@@ -136,6 +136,17 @@ describe('an MLP build', () => {
     expect(calls).toBeLessThan(40);
   });
 
+  it('honours a per-deployment batch limit', async () => {
+    expect((await api('POST', '/api/v1/models', { model_id: 'solo' })).status).toBe(201);
+    const build = await api<{ build_id: string }>('POST', `/api/v1/models/solo/builds?feature_names=${FEATURES.join(',')}`, mlp.bytes);
+    const dep = await api<{ deployment_id: string }>('POST', '/api/v1/models/solo/deployments', { build_id: build.body.build_id, batching: { max_batch_rows: 1 } });
+    expect((await waitForDeployment(api, dep.body.deployment_id)).status).toBe('LIVE');
+    const before = await batchCalls();
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => api('POST', '/v1/solo/predict', { columns: FEATURES, data: randomRows(1, 500 + i) })));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect((await batchCalls()) - before).toBe(20);
+  });
+
   describe('malformed payloads are 400s that name the problem', () => {
     const cases: Array<[string, unknown, RegExp, string | null]> = [
       ['a missing column', { columns: FEATURES.slice(1), index: [0], data: [[1, 2, 3, 4, 5]] }, /missing column "age"/, 'columns'],

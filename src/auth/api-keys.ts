@@ -2,6 +2,7 @@
 // bytes whose SHA-256 alone is stored. A fast hash is right here: the secret has 256 bits of
 // entropy, so there is nothing for a slow password hash to protect against.
 import crypto from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
 import type { Db } from '../store/database.js';
 
 export interface ApiKeyRecord {
@@ -91,10 +92,12 @@ export class ApiKeyStore {
     return toRecord(row);
   }
 
+  /** Checked on every authenticated request, so the statement is prepared once. */
   isActive(id: string): boolean {
-    const row = this.db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?').get(id) as
-      | { revoked_at: number | null }
-      | undefined;
+    this.activeStatement ??= this.db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?');
+    const row = this.activeStatement.get(id) as { revoked_at: number | null } | undefined;
     return row !== undefined && row.revoked_at === null;
   }
+
+  private activeStatement: Statement | undefined;
 }

@@ -20,7 +20,13 @@ export class TokenVerificationError extends Error {
   }
 }
 
+// Verified tokens, so that a client sending the same token on every request pays for the HMAC
+// and the JSON parsing once. A signature cannot change, so the cache only has to keep the expiry.
+const VERIFIED_CACHE_SIZE = 10_000;
+
 export class TokenIssuer {
+  private readonly verified = new Map<string, { keyId: string; exp: number }>();
+
   constructor(
     private readonly secret: Uint8Array,
     private readonly clock: () => number = Date.now,
@@ -42,6 +48,19 @@ export class TokenIssuer {
 
   /** Returns the key id the token was issued for. */
   async verify(token: string): Promise<string> {
+    const cached = this.verified.get(token);
+    if (cached) {
+      if (cached.exp * 1000 <= this.clock()) throw new TokenVerificationError('expired');
+      return cached.keyId;
+    }
+    const keyId = await this.verifySignature(token);
+    if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
+    const exp = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).exp as number;
+    this.verified.set(token, { keyId, exp });
+    return keyId;
+  }
+
+  private async verifySignature(token: string): Promise<string> {
     try {
       const { payload } = await jwtVerify(token, this.secret, {
         algorithms: ['HS256'],

@@ -49,6 +49,7 @@ export class RequestLog {
   private buffer: RequestLogEntry[] = [];
   private timer: NodeJS.Timeout | undefined;
   private readonly insert: Database.Statement;
+  private readonly trim: Database.Statement;
 
   constructor(
     dataDir: string,
@@ -77,6 +78,7 @@ export class RequestLog {
       `INSERT INTO request_log (ts, request_id, model_id, variation, audience_id, shadow, status, latency_ms, error, request, response)
        VALUES (@ts, @requestId, @modelId, @variation, @audienceId, @shadow, @status, @latencyMs, @error, @request, @response)`,
     );
+    this.trim = this.db.prepare('DELETE FROM request_log WHERE id <= ?');
   }
 
   add(entry: RequestLogEntry): void {
@@ -92,9 +94,9 @@ export class RequestLog {
     const entries = this.buffer;
     this.buffer = [];
     this.db.transaction(() => {
-      for (const e of entries) this.insert.run({ ...e, shadow: e.shadow ? 1 : 0 });
-      const last = this.db.prepare('SELECT MAX(id) FROM request_log').pluck().get() as number;
-      this.db.prepare('DELETE FROM request_log WHERE id <= ?').run(last - this.maxRows);
+      let last = 0;
+      for (const e of entries) last = Number(this.insert.run({ ...e, shadow: e.shadow ? 1 : 0 }).lastInsertRowid);
+      this.trim.run(last - this.maxRows);
     })();
   }
 

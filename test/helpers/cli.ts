@@ -17,7 +17,7 @@ export function runCli(args: string[], env: Record<string, string> = {}, input?:
   if (input !== undefined) proc.stdin!.end(input);
   let stdout = '';
   let stderr = '';
-  proc.stdout.on('data', (c: Buffer) => (stdout += c));
-  proc.stderr.on('data', (c: Buffer) => (stderr += c));
+  proc.stdout!.on('data', (c: Buffer) => (stdout += c));
+  proc.stderr!.on('data', (c: Buffer) => (stderr += c));
   return new Promise((resolve) => proc.on('exit', (code) => resolve({ code, stdout, stderr })));
 }

@@ -60,7 +60,8 @@ interface LogJson {
 interface DeployFile {
   model_id?: string;
   build_id?: string;
-  realtime?: { variation_name?: string; audiences?: unknown };
+  /** batching: {max_batch_rows, max_wait_micros} for the deployed variation. */
+  realtime?: { variation_name?: string; audiences?: unknown; batching?: unknown };
 }
 
 /** The deploy file's fields, with the type faults a server could not name the file for. */
@@ -158,6 +159,7 @@ export function registerModelCommands(program: Command): Command {
       let buildId = opts.buildId;
       let variation = opts.variationName;
       let audiences: unknown;
+      let batching: unknown;
       if (opts.fromFile !== undefined) {
         const file = deployFile(readYamlFile(opts.fromFile), opts.fromFile);
         modelId ??= file.model_id;
@@ -165,11 +167,17 @@ export function registerModelCommands(program: Command): Command {
         // Rule 1: the command line's variation name replaces the file's.
         variation ??= file.realtime?.variation_name;
         audiences = file.realtime?.audiences;
+        batching = file.realtime?.batching;
       }
       if (modelId === undefined || buildId === undefined) throw usageError('give --from-file, or --model-id and --build-id');
       const client = clientFromEnv();
       const dep = await client.request<DeploymentJson>('POST', `/api/v1/models/${encodeURIComponent(modelId)}/deployments`, {
-        body: { build_id: buildId, ...(variation !== undefined ? { variation_name: variation } : {}), ...(audiences !== undefined ? { audiences } : {}) },
+        body: {
+          build_id: buildId,
+          ...(variation !== undefined ? { variation_name: variation } : {}),
+          ...(audiences !== undefined ? { audiences } : {}),
+          ...(batching !== undefined ? { batching } : {}),
+        },
       });
       process.stdout.write(`${dep.deployment_id}\n`);
       if (opts.wait) await waitForDeployment(client, dep.deployment_id);
