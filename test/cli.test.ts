@@ -47,7 +47,7 @@ describe('keys on DATA_DIR', () => {
     const list = await runCli(['keys', 'list'], env);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`${id}\\s+ci\\s+.*active`));
-    expect(list.stdout).not.toContain(created.stdout.trim().split('_')[2]);
+    expect(list.stdout).not.toContain(created.stdout.trim().slice('psk_0123456789abcdef_'.length));
 
     const revoked = await runCli(['keys', 'revoke', id], env);
     expect(revoked.code).toBe(0);

@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 
 import { compileTabularModel, loadTabularAddon } from '../src/tabular/executor/index.js';
 import type { NormalizedModel } from '../src/tabular/onnx/types.js';
-import { attr, mlpModel, ModelBuilder } from './helpers/onnx-builder.js';
-import { compileBytes, normalized, randomFloats } from './tabular-executor-support.js';
+import { attr, mlpModel, ModelBuilder, treeRegressorModel } from './helpers/onnx-builder.js';
+import { compileBytes, normalized, randomFloats, rng as rngFor } from './tabular-executor-support.js';
 
 const mlp = () => compileBytes(mlpModel().toBytes());
 const x24 = () => ({ name: 'x', dims: [2, 4], data: randomFloats(8, 1) });
@@ -75,6 +75,32 @@ describe('model errors', () => {
         { name: 'y', dims: [1, 1], data: randomFloats(1, 1) },
       ]),
     ).toThrow('node "reshape" (operator "Reshape"): cannot reshape an input of shape [3, 3] (9 elements) to [-1, 4]');
+  });
+
+  it('constant operands are checked at compile time (Reshape shape, integer divisor, feature indices)', () => {
+    const reshape = new ModelBuilder({ opsets: { '': 13 } })
+      .input('x', 'float', [2, 3])
+      .initializer('shape', 'int64', [2], [4, -1])
+      .node('Reshape', ['x', 'shape'], ['y'], {}, { name: 'reshape' })
+      .output('y', 'float', [4, null])
+      .toBytes();
+    expect(() => compileBytes(reshape)).toThrow(
+      'node "reshape" (operator "Reshape"): cannot reshape an input of shape [2, 3] (6 elements) to [4, -1]',
+    );
+    const div = new ModelBuilder({ opsets: { '': 13 } })
+      .input('x', 'int32', ['N', 2])
+      .initializer('d', 'int32', [2], [3, 0])
+      .node('Div', ['x', 'd'], ['y'], {}, { name: 'div' })
+      .output('y', 'int32', ['N', 2])
+      .toBytes();
+    expect(() => compileBytes(div)).toThrow('node "div" (operator "Div"): integer division by zero (the divisor is a constant holding 0)');
+    const afe = new ModelBuilder({ opsets: { '': 13, 'ai.onnx.ml': 1 } })
+      .input('x', 'float', ['N', 3])
+      .initializer('i', 'int64', [2], [0, 3])
+      .mlNode('ArrayFeatureExtractor', ['x', 'i'], ['y'], {}, 'afe')
+      .output('y', 'float', ['N', 2])
+      .toBytes();
+    expect(() => compileBytes(afe)).toThrow('node "afe" (operator "ai.onnx.ml.ArrayFeatureExtractor"): index 3 is out of range for 3 features');
   });
 
   it('refuses element types an operator does not take, at compile time', () => {
@@ -328,5 +354,98 @@ describe('lifecycle', () => {
     const Ctor = (native as unknown as { constructor: new (...args: unknown[]) => unknown }).constructor;
     expect(() => new Ctor()).toThrow(new TypeError('TabularModel cannot be constructed directly; use tabularCompile(model)'));
     expect(model).toBeDefined();
+  });
+});
+
+describe('robustness', () => {
+  // Seeded mutations of valid models (attribute values, list lengths, input names, initializer
+  // dims) and of input shapes: every compile and run must either succeed or throw an Error.
+  function mutate(v: unknown, r: () => number): unknown {
+    if (Array.isArray(v)) {
+      const c = v.slice();
+      if (c.length && r() < 0.3) {
+        const i = Math.floor(r() * c.length);
+        c[i] = mutate(c[i], r);
+      }
+      if (r() < 0.05) c.pop();
+      if (r() < 0.05) c.push(c[0]);
+      return c;
+    }
+    if (typeof v === 'number') {
+      const k = r();
+      return k < 0.3 ? -1 : k < 0.5 ? v + 1 : k < 0.6 ? 1e9 : k < 0.7 ? NaN : k < 0.8 ? 0 : v;
+    }
+    if (typeof v === 'string') return r() < 0.5 ? `${v}x` : '';
+    if (ArrayBuffer.isView(v)) {
+      const c = (v as Float32Array).slice();
+      if (c.length) c[Math.floor(r() * c.length)] = (typeof c[0] === 'bigint' ? BigInt(Math.floor(r() * 10) - 3) : r() < 0.5 ? NaN : 1e30) as never;
+      return c;
+    }
+    if (v && typeof v === 'object') {
+      const o = { ...(v as Record<string, unknown>) };
+      for (const k of Object.keys(o)) if (r() < 0.15) o[k] = mutate(o[k], r);
+      return o;
+    }
+    return v;
+  }
+
+  it('survives 600 mutated models and inputs with clean errors', () => {
+    const ml = { '': 13, 'ai.onnx.ml': 3 };
+    const sources = [
+      mlpModel(),
+      treeRegressorModel(),
+      new ModelBuilder({ opsets: ml })
+        .input('x', 'float', ['N', 3])
+        .mlNode('LinearClassifier', ['x'], ['label', 'p'], { coefficients: attr.floats([1, 2, 3, 4, 5, 6]), intercepts: attr.floats([0, 1]), classlabels_ints: [0, 1] })
+        .mlNode('ZipMap', ['p'], ['zip'], { classlabels_int64s: [0, 1] })
+        .output('label', 'int64', ['N'])
+        .sequenceMapOutput('zip', 'int64'),
+      new ModelBuilder({ opsets: { '': 11, 'ai.onnx.ml': 4 } })
+        .input('s', 'string', ['N'])
+        .mlNode('LabelEncoder', ['s'], ['y'], { keys_strings: ['a', 'b'], values_int64s: [1, 2] })
+        .node('Cast', ['y'], ['f'], { to: 1 })
+        .node('Unsqueeze', ['f'], ['u'], { axes: [1] })
+        .node('Concat', ['u', 'u'], ['c'], { axis: 1 })
+        .output('c', 'float', ['N', 2]),
+    ].map((b) => normalized(b.toBytes()));
+    const r = rngFor(12345);
+    let compiled = 0;
+    let ran = 0;
+    for (let it = 0; it < 600; it++) {
+      const m = structuredClone(sources[it % sources.length]!) as unknown as {
+        graph: { nodes: { inputs: string[]; attributes: Record<string, { value: unknown }> }[]; initializers: { dims: number[] }[]; inputs: { name: string; elemType: string; shape: (number | string | null)[] | null }[] };
+      };
+      const node = m.graph.nodes[Math.floor(r() * m.graph.nodes.length)]!;
+      for (const k of Object.keys(node.attributes)) {
+        if (r() < 0.3) node.attributes[k] = { ...node.attributes[k]!, value: mutate(node.attributes[k]!.value, r) };
+      }
+      if (r() < 0.2) node.inputs = mutate(node.inputs, r) as string[];
+      if (r() < 0.2 && m.graph.initializers.length) m.graph.initializers[0]!.dims = mutate(m.graph.initializers[0]!.dims, r) as number[];
+      let model;
+      try {
+        model = compileTabularModel(m as unknown as NormalizedModel);
+        compiled++;
+      } catch (e) {
+        expect(e).toBeInstanceOf(Error);
+        continue;
+      }
+      for (const n of [1, 3]) {
+        const inputs = m.graph.inputs.map((info) => {
+          const dims = (info.shape ?? [n, 4]).map((d, k) => (k === 0 ? n : typeof d === 'number' ? (r() < 0.2 ? d + 1 : d) : 4));
+          const size = dims.reduce((a, b) => a * b, 1);
+          const data = info.elemType === 'string' ? Array.from({ length: size }, () => (r() < 0.5 ? 'a' : 'q')) : randomFloats(size, it);
+          return { name: info.name, dims, data };
+        });
+        try {
+          model.runSync(inputs);
+          ran++;
+        } catch (e) {
+          expect(e).toBeInstanceOf(Error);
+        }
+      }
+      model.dispose();
+    }
+    expect(compiled).toBeGreaterThan(100);
+    expect(ran).toBeGreaterThan(100);
   });
 });

@@ -7,7 +7,7 @@
 // the expected values are computed here.
 import { describe, expect, it } from 'vitest';
 
-import { attr, ModelBuilder } from './helpers/onnx-builder.js';
+import { attr, ModelBuilder, type AttrValue } from './helpers/onnx-builder.js';
 import {
   BATCHES,
   compareWithOrt,
@@ -93,7 +93,8 @@ describe('linear models', () => {
 
   it('LinearClassifier with one score column and two labels gives [1 - p, p]', async () => {
     for (const post of ['NONE', 'LOGISTIC']) {
-      for (const labels of [{ classlabels_ints: [3, 7] }, { classlabels_strings: ['no', 'yes'] }]) {
+      const choices: Record<string, AttrValue>[] = [{ classlabels_ints: [3, 7] }, { classlabels_strings: ['no', 'yes'] }];
+      for (const labels of choices) {
         const bytes = new ModelBuilder({ opsets: ML })
           .input('x', 'float', ['N', 2])
           .mlNode('LinearClassifier', ['x'], ['label', 'scores'], {
