@@ -4,6 +4,7 @@
 
 #include "engine_info.h"
 #include "gemm_binding.h"
+#include "llm_binding.h"
 #include "tabular_binding.h"
 
 namespace {
@@ -12,6 +13,7 @@ Napi::Object InitPlatform(Napi::Env env, Napi::Object exports) {
   exports.Set("engineInfo", Napi::Function::New(env, platform::addon::EngineInfo, "engineInfo"));
   platform::addon::register_gemm(env, exports);
   platform::addon::register_tabular(env, exports);
+  platform::addon::register_llm(env, exports);
   return exports;
 }
 

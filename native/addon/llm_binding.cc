@@ -1,0 +1,423 @@
+// N-API surface of the LLM engine. A loaded model is an opaque External handle; its scheduler
+// thread sends each step's events (tokens, finishes, logits) to one JavaScript callback through
+// a ThreadSafeFunction, so tokens reach JS as they are produced without blocking the loop.
+// The ThreadSafeFunction keeps the event loop alive only while sequences are in flight.
+//
+//   llmLoadModel(path, options, onEvents) -> Promise<handle>   (parsing + mapping off-thread)
+//   llmGenerate(handle, tokens, options) -> id                 (throws {code} when refused)
+//   llmLogits(handle, tokens, allPositions) -> id              (result arrives as a 'logits' event)
+//   llmCancel(handle, id), llmStats(handle), llmModelInfo(handle)
+//   llmUnload(handle) -> Promise<void>                         (cancels all, joins the thread)
+#include "llm_binding.h"
+
+#include <cmath>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/thread_pool.h"
+#include "../cpu/quant_kernels.h"
+#include "../llm/gguf.h"
+#include "../llm/scheduler.h"
+#include "args.h"
+
+namespace platform::addon {
+namespace {
+
+using llm::Engine;
+using llm::EngineError;
+using llm::Event;
+
+const napi_type_tag kHandleTag = {0x6c6c6d5f656e6769ULL, 0x6e655f68616e646cULL};
+
+// State touched only on the JavaScript thread.
+struct JsSide {
+  Napi::ThreadSafeFunction tsfn;
+  int64_t active = 0;  // sequences whose final event has not been delivered yet
+  bool released = false;
+
+  void release() {
+    if (!released) {
+      released = true;
+      tsfn.Release();
+    }
+  }
+};
+
+struct Handle {
+  std::shared_ptr<Engine> engine;
+  std::shared_ptr<JsSide> js;
+};
+
+Handle& get_handle(const ArgReader& r, const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || info[0].Type() != napi_external ||
+      !info[0].As<Napi::External<Handle>>().CheckTypeTag(&kHandleTag)) {
+    r.type_error("handle must be a model handle from llmLoadModel");
+  }
+  return *info[0].As<Napi::External<Handle>>().Data();
+}
+
+Engine& get_engine(const ArgReader& r, const Napi::CallbackInfo& info) {
+  Handle& h = get_handle(r, info);
+  if (!h.engine) {
+    Napi::Error e = Napi::Error::New(info.Env(), std::string(r.fn()) + ": the model has been unloaded");
+    e.Set("code", Napi::String::New(info.Env(), "unloaded"));
+    throw e;
+  }
+  return *h.engine;
+}
+
+// options.key as a number in [lo, hi] (an integer when `integer`), or `fallback` when absent.
+double option(const ArgReader& r, const Napi::Object& o, const char* key, double fallback, double lo,
+              double hi, bool integer) {
+  const Napi::Value v = o.Get(key);
+  if (v.IsUndefined()) return fallback;
+  if (!v.IsNumber()) r.type_error(std::string("options.") + key + " must be a number, got " + describe_type(v));
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d) || d < lo || d > hi || (integer && d != std::floor(d))) {
+    r.range_error(std::string("options.") + key + " must be " + (integer ? "an integer" : "a number") +
+                  " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(d));
+  }
+  return d;
+}
+
+Napi::Object options_object(const ArgReader& r, const Napi::CallbackInfo& info, size_t index) {
+  if (index >= info.Length() || info[index].IsUndefined()) return Napi::Object::New(info.Env());
+  if (!info[index].IsObject()) r.type_error("options must be an object, got " + describe_type(info[index]));
+  return info[index].As<Napi::Object>();
+}
+
+std::vector<int32_t> tokens_arg(const ArgReader& r, const Napi::CallbackInfo& info, size_t index) {
+  std::vector<int32_t> out;
+  const Napi::Value v = index < info.Length() ? info[index] : info.Env().Undefined();
+  if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_int32_array) {
+    const Napi::Int32Array a = v.As<Napi::Int32Array>();
+    out.assign(a.Data(), a.Data() + a.ElementLength());
+    return out;
+  }
+  if (!v.IsArray()) r.type_error("tokens must be an Int32Array or an array of numbers, got " + describe_type(v));
+  const Napi::Array a = v.As<Napi::Array>();
+  out.reserve(a.Length());
+  for (uint32_t i = 0; i < a.Length(); ++i) {
+    const Napi::Value e = a.Get(i);
+    const double d = e.IsNumber() ? e.As<Napi::Number>().DoubleValue() : NAN;
+    if (!(d >= -2147483648.0 && d <= 2147483647.0 && d == std::floor(d))) {
+      r.type_error("tokens[" + std::to_string(i) + "] must be an integer token id");
+    }
+    out.push_back(static_cast<int32_t>(d));
+  }
+  return out;
+}
+
+Napi::Value event_to_js(const Napi::Env& env, Event& ev) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("id", Napi::Number::New(env, static_cast<double>(ev.id)));
+  if (ev.type == Event::Type::kToken) {
+    o.Set("type", "token");
+    o.Set("token", Napi::Number::New(env, ev.token));
+    return o;
+  }
+  o.Set("type", ev.type == Event::Type::kLogits ? "logits" : "done");
+  o.Set("finishReason", llm::finish_reason_name(ev.reason));
+  if (!ev.error.empty()) o.Set("error", ev.error);
+  o.Set("promptTokens", Napi::Number::New(env, static_cast<double>(ev.prompt_tokens)));
+  o.Set("completionTokens", Napi::Number::New(env, static_cast<double>(ev.completion_tokens)));
+  o.Set("queuedMs", ev.queued_ms);
+  o.Set("prefillMs", ev.prefill_ms);
+  o.Set("decodeMs", ev.decode_ms);
+  if (ev.type == Event::Type::kLogits) {
+    Napi::Float32Array a = Napi::Float32Array::New(env, ev.logits.size());
+    std::copy(ev.logits.begin(), ev.logits.end(), a.Data());
+    o.Set("logits", a);
+  }
+  return o;
+}
+
+class LoadWorker : public Napi::AsyncWorker {
+ public:
+  LoadWorker(Napi::Env env, std::string path, llm::EngineOptions options, std::shared_ptr<JsSide> js)
+      : Napi::AsyncWorker(env, "platform.llmLoadModel"), path_(std::move(path)), options_(options),
+        js_(std::move(js)), deferred_(Napi::Promise::Deferred::New(env)) {}
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+ protected:
+  void Execute() override {
+    try {
+      Napi::ThreadSafeFunction tsfn = js_->tsfn;  // copied: the scheduler must not touch JsSide
+      auto sink = [tsfn](std::vector<Event>&& events) mutable {
+        auto* batch = new std::vector<Event>(std::move(events));
+        const napi_status s = tsfn.NonBlockingCall(batch, [](Napi::Env env, Napi::Function cb, std::vector<Event>* data) {
+          std::unique_ptr<std::vector<Event>> owned(data);
+          if (env == nullptr || cb.IsEmpty()) return;
+          try {
+            cb.Call({Napi::External<std::vector<Event>>::New(env, data)});
+          } catch (const Napi::Error& e) {
+            napi_fatal_exception(env, e.Value());  // a throwing listener is a bug: surface it
+          }
+        });
+        if (s != napi_ok) delete batch;
+      };
+      engine_ = std::make_shared<Engine>(llm::Model::load(path_), options_, std::move(sink));
+    } catch (const std::bad_alloc&) {
+      SetError("llmLoadModel: out of memory loading " + path_ + " (lower kvCacheBytes or contextLength)");
+    } catch (const std::exception& e) {
+      SetError(std::string("llmLoadModel: ") + e.what());
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    auto* handle = new Handle{engine_, js_};
+    auto ext = Napi::External<Handle>::New(env, handle, [](Napi::Env, Handle* h) {
+      if (h->engine) h->engine->stop();
+      if (h->js) h->js->release();
+      delete h;
+    });
+    ext.TypeTag(&kHandleTag);
+    // Stop the scheduler before Node tears down the ThreadSafeFunction (hooks run last-in first-out).
+    std::weak_ptr<Engine> weak = engine_;
+    env.AddCleanupHook([weak]() {
+      if (auto e = weak.lock()) e->stop();
+    });
+    deferred_.Resolve(ext);
+  }
+
+  void OnError(const Napi::Error& error) override {
+    js_->release();
+    deferred_.Reject(error.Value());
+  }
+
+ private:
+  std::string path_;
+  llm::EngineOptions options_;
+  std::shared_ptr<JsSide> js_;
+  std::shared_ptr<Engine> engine_;
+  Napi::Promise::Deferred deferred_;
+};
+
+Napi::Value LoadModel(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmLoadModel");
+  r.expect_count(3, 3, "path, options, onEvents");
+  if (!info[0].IsString()) r.type_error("path must be a string, got " + describe_type(info[0]));
+  const Napi::Object o = options_object(r, info, 1);
+  if (!info[2].IsFunction()) r.type_error("onEvents must be a function, got " + describe_type(info[2]));
+  llm::EngineOptions opt;
+  opt.threads = static_cast<int>(option(r, o, "threads", 0, 0, kMaxThreads, true));
+  opt.context_length = static_cast<int64_t>(option(r, o, "contextLength", 0, 0, 1 << 24, true));
+  opt.kv_cache_bytes = static_cast<int64_t>(option(r, o, "kvCacheBytes", 0, 0, 9007199254740991.0, true));
+  opt.max_running = static_cast<int32_t>(option(r, o, "maxRunningSequences", 8, 1, 4096, true));
+  opt.max_queued = static_cast<int32_t>(option(r, o, "maxQueued", 64, 0, 1 << 20, true));
+  opt.block_size = static_cast<int32_t>(option(r, o, "kvBlockSize", 16, 1, 4096, true));
+  opt.max_batch_tokens = static_cast<int32_t>(option(r, o, "maxBatchTokens", 256, 1, 1 << 16, true));
+  if (const Napi::Value simd = o.Get("simd"); !simd.IsUndefined()) {
+    if (!simd.IsString()) r.type_error("options.simd must be a string, got " + describe_type(simd));
+    opt.simd = parse_simd_level(simd.As<Napi::String>().Utf8Value());
+    if (!opt.simd) r.range_error("options.simd must be one of scalar, neon, avx2, avx512");
+  }
+
+  // The dispatcher: unwraps each native batch into JS objects and keeps the ref count.
+  auto js = std::make_shared<JsSide>();
+  Napi::Function user = info[2].As<Napi::Function>();
+  std::weak_ptr<JsSide> weak_js = js;
+  Napi::Function dispatch = Napi::Function::New(info.Env(), [user_ref = std::make_shared<Napi::FunctionReference>(Napi::Persistent(user)), weak_js](const Napi::CallbackInfo& ci) {
+    Napi::Env env = ci.Env();
+    std::vector<Event>& events = *ci[0].As<Napi::External<std::vector<Event>>>().Data();
+    Napi::Array arr = Napi::Array::New(env, events.size());
+    int64_t finished = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+      arr.Set(static_cast<uint32_t>(i), event_to_js(env, events[i]));
+      if (events[i].type != Event::Type::kToken) ++finished;
+    }
+    if (auto js = weak_js.lock(); js && finished > 0) {
+      js->active -= finished;
+      if (js->active <= 0 && !js->released) {
+        js->active = 0;
+        js->tsfn.Unref(env);
+      }
+    }
+    user_ref->Call({arr});
+  }, "llmEvents");
+  js->tsfn = Napi::ThreadSafeFunction::New(info.Env(), dispatch, "platform.llmEvents", 0, 1);
+  js->tsfn.Unref(info.Env());
+
+  auto* worker = new LoadWorker(info.Env(), info[0].As<Napi::String>().Utf8Value(), opt, js);
+  Napi::Promise p = worker->promise();
+  worker->Queue();
+  return p;
+}
+
+// Submits a request; on success the ThreadSafeFunction keeps the loop alive until its final event.
+Napi::Value submit(const Napi::CallbackInfo& info, const char* fn, llm::GenerateRequest req) {
+  ArgReader r(info, fn);
+  Handle& h = get_handle(r, info);
+  Engine& engine = get_engine(r, info);
+  uint64_t id = 0;
+  try {
+    id = engine.submit(std::move(req));
+  } catch (const EngineError& ex) {
+    Napi::Error e = Napi::Error::New(info.Env(), std::string(fn) + ": " + ex.what());
+    e.Set("code", Napi::String::New(info.Env(), ex.code()));
+    throw e;
+  } catch (const std::invalid_argument& ex) {
+    throw Napi::RangeError::New(info.Env(), std::string(fn) + ": " + ex.what());
+  }
+  if (h.js->active++ == 0 && !h.js->released) h.js->tsfn.Ref(info.Env());
+  return Napi::Number::New(info.Env(), static_cast<double>(id));
+}
+
+Napi::Value Generate(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmGenerate");
+  r.expect_count(2, 3, "handle, tokens, options?");
+  get_handle(r, info);
+  llm::GenerateRequest req;
+  req.prompt = tokens_arg(r, info, 1);
+  const Napi::Object o = options_object(r, info, 2);
+  req.max_tokens = static_cast<int32_t>(option(r, o, "maxTokens", 16, 1, 1 << 30, true));
+  llm::SamplingParams& s = req.sampling;
+  s.temperature = static_cast<float>(option(r, o, "temperature", 0, 0, 1e6, false));
+  s.top_k = static_cast<int32_t>(option(r, o, "topK", 0, 0, 1 << 30, true));
+  s.top_p = static_cast<float>(option(r, o, "topP", 1, 0, 1, false));
+  s.min_p = static_cast<float>(option(r, o, "minP", 0, 0, 1, false));
+  s.frequency_penalty = static_cast<float>(option(r, o, "frequencyPenalty", 0, -2, 2, false));
+  s.presence_penalty = static_cast<float>(option(r, o, "presencePenalty", 0, -2, 2, false));
+  if (!o.Get("seed").IsUndefined()) {
+    s.has_seed = true;
+    s.seed = static_cast<uint64_t>(option(r, o, "seed", 0, 0, 9007199254740991.0, true));
+  }
+  return submit(info, "llmGenerate", std::move(req));
+}
+
+Napi::Value Logits(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmLogits");
+  r.expect_count(2, 3, "handle, tokens, allPositions?");
+  get_handle(r, info);
+  llm::GenerateRequest req;
+  req.prompt = tokens_arg(r, info, 1);
+  req.logits_only = true;
+  req.all_logits = info.Length() > 2 && r.boolean(2, "allPositions");
+  return submit(info, "llmLogits", std::move(req));
+}
+
+Napi::Value Cancel(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmCancel");
+  r.expect_count(2, 2, "handle, id");
+  Handle& h = get_handle(r, info);
+  const double id = r.number(1, "id");
+  if (h.engine && id >= 1 && id == std::floor(id)) h.engine->cancel(static_cast<uint64_t>(id));
+  return info.Env().Undefined();
+}
+
+Napi::Value Stats(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmStats");
+  r.expect_count(1, 1, "handle");
+  const llm::EngineStats s = get_engine(r, info).stats();
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("running", Napi::Number::New(env, static_cast<double>(s.running)));
+  o.Set("waiting", Napi::Number::New(env, static_cast<double>(s.waiting)));
+  o.Set("kvBlocksUsed", Napi::Number::New(env, static_cast<double>(s.kv_blocks_used)));
+  o.Set("kvBlocksReserved", Napi::Number::New(env, static_cast<double>(s.kv_blocks_reserved)));
+  o.Set("kvBlocksTotal", Napi::Number::New(env, static_cast<double>(s.kv_blocks_total)));
+  o.Set("kvBlockSize", Napi::Number::New(env, static_cast<double>(s.kv_block_size)));
+  o.Set("steps", Napi::Number::New(env, static_cast<double>(s.steps)));
+  o.Set("tokensGenerated", Napi::Number::New(env, static_cast<double>(s.tokens_generated)));
+  return o;
+}
+
+Napi::Value ModelInfo(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmModelInfo");
+  r.expect_count(1, 1, "handle");
+  Engine& e = get_engine(r, info);
+  const llm::Model& m = e.model();
+  const llm::ModelConfig& c = m.config();
+  Napi::Env env = info.Env();
+  auto num = [&](double v) { return Napi::Number::New(env, v); };
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("architecture", c.architecture);
+  o.Set("ggufVersion", num(m.file().version()));
+  o.Set("embeddingLength", num(static_cast<double>(c.dim)));
+  o.Set("blockCount", num(static_cast<double>(c.n_layers)));
+  o.Set("headCount", num(static_cast<double>(c.n_heads)));
+  o.Set("headCountKv", num(static_cast<double>(c.n_kv_heads)));
+  o.Set("headDim", num(static_cast<double>(c.head_dim)));
+  o.Set("feedForwardLength", num(static_cast<double>(c.ffn_dim)));
+  o.Set("vocabSize", num(static_cast<double>(c.vocab)));
+  o.Set("contextLength", num(static_cast<double>(e.context_length())));
+  o.Set("trainContextLength", num(static_cast<double>(c.train_context)));
+  o.Set("ropeFreqBase", num(c.rope_base));
+  o.Set("ropeDim", num(static_cast<double>(c.rope_dim)));
+  o.Set("ropeStyle", c.rope_neox ? "neox" : "adjacent");
+  o.Set("rmsEpsilon", num(c.rms_eps));
+  o.Set("tiedOutput", Napi::Boolean::New(env, c.tied_output));
+  o.Set("bosToken", num(c.bos_token));
+  Napi::Array eos = Napi::Array::New(env, c.eos_tokens.size());
+  for (size_t i = 0; i < c.eos_tokens.size(); ++i) eos.Set(static_cast<uint32_t>(i), num(c.eos_tokens[i]));
+  o.Set("eosTokens", eos);
+  Napi::Object types = Napi::Object::New(env);
+  for (const auto& [name, count] : m.tensor_types()) types.Set(name, num(static_cast<double>(count)));
+  o.Set("tensorTypes", types);
+  Napi::Object mem = Napi::Object::New(env);
+  mem.Set("mappedBytes", num(static_cast<double>(m.file().file_size())));
+  mem.Set("kvCacheBytes", num(static_cast<double>(e.kv_cache_bytes())));
+  mem.Set("scratchBytes", num(static_cast<double>(m.scratch_bytes())));
+  o.Set("memory", mem);
+  o.Set("threads", num(e.options().threads));
+  o.Set("maxRunningSequences", num(e.options().max_running));
+  o.Set("maxQueued", num(e.options().max_queued));
+  o.Set("kvBlockSize", num(e.options().block_size));
+  o.Set("maxBatchTokens", num(e.options().max_batch_tokens));
+  o.Set("kernels", cpu::select_quant_kernels(e.simd_level()).name);
+  return o;
+}
+
+class UnloadWorker : public Napi::AsyncWorker {
+ public:
+  UnloadWorker(Napi::Env env, Napi::External<Handle> handle)
+      : Napi::AsyncWorker(env, "platform.llmUnload"), handle_(Napi::Persistent(handle.As<Napi::Value>())),
+        engine_(handle.Data()->engine), deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+ protected:
+  void Execute() override {
+    if (engine_) engine_->stop();  // cancels every sequence; their events are queued first
+  }
+  void OnOK() override {
+    Handle* h = handle_.Value().As<Napi::External<Handle>>().Data();
+    if (h->js) h->js->release();
+    h->engine.reset();
+    engine_.reset();  // unmaps the file and frees the KV cache
+    deferred_.Resolve(Env().Undefined());
+  }
+
+ private:
+  Napi::Reference<Napi::Value> handle_;
+  std::shared_ptr<Engine> engine_;
+  Napi::Promise::Deferred deferred_;
+};
+
+Napi::Value Unload(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmUnload");
+  r.expect_count(1, 1, "handle");
+  get_handle(r, info);
+  auto* worker = new UnloadWorker(info.Env(), info[0].As<Napi::External<Handle>>());
+  Napi::Promise p = worker->promise();
+  worker->Queue();
+  return p;
+}
+
+}  // namespace
+
+void register_llm(Napi::Env env, Napi::Object exports) {
+  exports.Set("llmLoadModel", Napi::Function::New(env, LoadModel, "llmLoadModel"));
+  exports.Set("llmGenerate", Napi::Function::New(env, Generate, "llmGenerate"));
+  exports.Set("llmLogits", Napi::Function::New(env, Logits, "llmLogits"));
+  exports.Set("llmCancel", Napi::Function::New(env, Cancel, "llmCancel"));
+  exports.Set("llmStats", Napi::Function::New(env, Stats, "llmStats"));
+  exports.Set("llmModelInfo", Napi::Function::New(env, ModelInfo, "llmModelInfo"));
+  exports.Set("llmUnload", Napi::Function::New(env, Unload, "llmUnload"));
+}
+
+}  // namespace platform::addon

@@ -1,0 +1,117 @@
+// Portable quantized dot products: the reference for the SIMD kernels and the fallback on CPUs
+// without them. Integer sums per block, one float multiply-add per block.
+#include "quant_kernels.h"
+
+namespace platform::cpu {
+namespace {
+
+float dot_q8_0(int64_t n, const BlockQ8_0* w, const BlockQ8A* a) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    int s = 0;
+    for (int l = 0; l < kQK; ++l) s += w[i].qs[l] * a[i].qs[l];
+    sum += fp16_to_f32(w[i].d) * a[i].d * static_cast<float>(s);
+  }
+  return sum;
+}
+
+float dot_q4_0(int64_t n, const BlockQ4_0* w, const BlockQ8A* a) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    int s = 0;
+    for (int l = 0; l < kQK / 2; ++l) {
+      s += ((w[i].qs[l] & 0xF) - 8) * a[i].qs[l];
+      s += ((w[i].qs[l] >> 4) - 8) * a[i].qs[l + 16];
+    }
+    sum += fp16_to_f32(w[i].d) * a[i].d * static_cast<float>(s);
+  }
+  return sum;
+}
+
+// sum = d * sum_j sc_j * (q . a)_j - dmin * sum_j m_j * (sum of a in sub-block j)
+float dot_q4_k(int64_t n, const BlockQ4_K* w, const BlockQ8_K* a) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const uint8_t* q = w[i].qs;
+    const int8_t* y = a[i].qs;
+    int sumi = 0, summ = 0;
+    for (int j = 0; j < 4; ++j) {
+      uint8_t sc0, m0, sc1, m1;
+      q4_k_scale_min(2 * j, w[i].scales, &sc0, &m0);
+      q4_k_scale_min(2 * j + 1, w[i].scales, &sc1, &m1);
+      int s0 = 0, s1 = 0;
+      for (int l = 0; l < 32; ++l) {
+        s0 += (q[l] & 0xF) * y[l];
+        s1 += (q[l] >> 4) * y[l + 32];
+      }
+      sumi += sc0 * s0 + sc1 * s1;
+      summ += m0 * (a[i].bsums[4 * j] + a[i].bsums[4 * j + 1]) +
+              m1 * (a[i].bsums[4 * j + 2] + a[i].bsums[4 * j + 3]);
+      q += 32;
+      y += 64;
+    }
+    sum += a[i].d * (fp16_to_f32(w[i].d) * static_cast<float>(sumi) -
+                     fp16_to_f32(w[i].dmin) * static_cast<float>(summ));
+  }
+  return sum;
+}
+
+float dot_q6_k(int64_t n, const BlockQ6_K* w, const BlockQ8_K* a) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const uint8_t* ql = w[i].ql;
+    const uint8_t* qh = w[i].qh;
+    const int8_t* sc = w[i].scales;
+    const int8_t* y = a[i].qs;
+    int sumi = 0;
+    for (int half = 0; half < 2; ++half) {
+      for (int l = 0; l < 32; ++l) {
+        const int is = l / 16;
+        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        sumi += sc[is] * q1 * y[l] + sc[is + 2] * q2 * y[l + 32] + sc[is + 4] * q3 * y[l + 64] +
+                sc[is + 6] * q4 * y[l + 96];
+      }
+      ql += 64;
+      qh += 32;
+      sc += 8;
+      y += 128;
+    }
+    sum += fp16_to_f32(w[i].d) * a[i].d * static_cast<float>(sumi);
+  }
+  return sum;
+}
+
+float dot_f32(int64_t n, const float* a, const float* b) {
+  float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += a[i] * b[i];
+    s1 += a[i + 1] * b[i + 1];
+    s2 += a[i + 2] * b[i + 2];
+    s3 += a[i + 3] * b[i + 3];
+  }
+  for (; i < n; ++i) s0 += a[i] * b[i];
+  return (s0 + s1) + (s2 + s3);
+}
+
+void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_f32(src[i]);
+}
+
+const QuantKernels kScalar{"scalar", dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k, dot_f32, f16_to_f32};
+
+}  // namespace
+
+const QuantKernels* quant_kernels_scalar() { return &kScalar; }
+
+const QuantKernels& select_quant_kernels(SimdLevel level) {
+  if (clamp_simd_level(level) >= SimdLevel::kAvx2) {
+    if (const QuantKernels* k = quant_kernels_avx2()) return *k;
+  }
+  return kScalar;
+}
+
+}  // namespace platform::cpu

@@ -1,0 +1,95 @@
+// A llama / qwen2 decoder loaded from a GGUF file, and its forward pass.
+//
+// The weights stay in the memory-mapped file (only the small norm vectors and biases are
+// converted to f32 copies). forward() runs one step for a batch of sequences: every sequence
+// contributes a run of consecutive tokens (a prefill chunk, or one token when decoding), all
+// tokens go through the matmuls together, and attention reads each sequence's own KV blocks.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf.h"
+#include "kv_cache.h"
+#include "matmul.h"
+
+namespace platform::llm {
+
+struct ModelConfig {
+  std::string architecture;  // "llama" or "qwen2"
+  int64_t dim = 0;           // embedding length
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;  // < n_heads: grouped-query attention
+  int64_t head_dim = 0;
+  int64_t ffn_dim = 0;
+  int64_t vocab = 0;
+  int64_t train_context = 0;  // {arch}.context_length
+  float rms_eps = 1e-5f;
+  float rope_base = 10000.0f;
+  int64_t rope_dim = 0;     // leading dimensions of each head that RoPE rotates
+  bool rope_neox = false;   // qwen2: pairs (x[i], x[i + d/2]); llama: (x[2i], x[2i+1])
+  bool tied_output = false;  // no output.weight: logits use token_embd
+  bool has_qkv_bias = false;
+  int32_t bos_token = -1;
+  std::vector<int32_t> eos_tokens;  // eos and eot ids
+
+  int64_t q_dim() const { return n_heads * head_dim; }
+  int64_t kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+// One sequence's share of a forward step: tokens[0..n) at positions pos0..pos0+n, its block
+// table already covering those positions. Logits come back for the last token, or for every
+// token when all_logits is set.
+struct BatchEntry {
+  const int32_t* tokens = nullptr;
+  int64_t n_tokens = 0;
+  int64_t pos0 = 0;
+  const std::vector<int32_t>* blocks = nullptr;
+  bool all_logits = false;
+};
+
+class Model {
+ public:
+  // Maps, validates and wires up the weights. Throws GgufError with a one-line message.
+  static std::unique_ptr<Model> load(const std::string& path);
+
+  const ModelConfig& config() const { return cfg_; }
+  const GgufFile& file() const { return file_; }
+  // Tensor count per type name, e.g. {"Q4_K": 120, "F32": 45}.
+  std::map<std::string, int64_t> tensor_types() const;
+  int64_t scratch_bytes() const;
+
+  // Runs the batch, writing K/V for its tokens into `kv`, and returns the logits rows
+  // ([rows][vocab], entries in order). Only one thread may call forward at a time.
+  const std::vector<float>& forward(const std::vector<BatchEntry>& batch, KvCache& kv,
+                                    MatmulContext& mm);
+
+ private:
+  struct Layer {
+    std::vector<float> attn_norm, ffn_norm;      // [dim]
+    WeightMatrix wq, wk, wv, wo;                 // [q_dim,dim] [kv_dim,dim] [kv_dim,dim] [dim,q_dim]
+    std::vector<float> bq, bk, bv;               // qwen2 biases (empty for llama)
+    WeightMatrix w_gate, w_up, w_down;           // [ffn,dim] [ffn,dim] [dim,ffn]
+  };
+
+  void attention(const std::vector<BatchEntry>& batch, KvCache& kv, int64_t layer, int threads);
+
+  GgufFile file_;
+  ModelConfig cfg_;
+  WeightMatrix tok_embd_, output_;  // [vocab, dim]
+  std::vector<float> output_norm_;  // [dim]
+  std::vector<float> inv_freq_;     // [rope_dim / 2]
+  std::vector<Layer> layers_;
+
+  // Activations for the current step (n = tokens in the batch).
+  std::vector<float> x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, logits_;
+  std::vector<float> rope_cos_, rope_sin_;  // [n][rope_dim / 2]
+  std::vector<int64_t> pos_;                // [n] position of each token
+  std::vector<int32_t> entry_of_;           // [n] batch entry of each token
+};
+
+}  // namespace platform::llm

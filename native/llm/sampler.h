@@ -1,0 +1,48 @@
+// Token sampling for one sequence. The order follows Hugging Face / vLLM:
+//   penalties -> (temperature 0: argmax) -> temperature -> top-k -> softmax -> top-p -> min-p
+//   -> draw.
+// Frequency and presence penalties count the tokens this sequence has generated (OpenAI
+// semantics: logit -= frequency * count + presence * (count > 0)). The random stream is a
+// 64-bit Mersenne twister seeded per request, so a given seed reproduces the same tokens.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace platform::llm {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // <= 0: greedy
+  int32_t top_k = 0;         // 0: off
+  float top_p = 1.0f;        // 1: off
+  float min_p = 0.0f;        // 0: off
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  bool has_seed = false;
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  Sampler(const SamplingParams& params, int64_t vocab);
+
+  // Picks the next token from logits[vocab].
+  int32_t sample(const float* logits);
+  // Records a generated token (for the penalties).
+  void accept(int32_t token);
+
+ private:
+  double uniform();  // [0, 1), platform-independent
+
+  SamplingParams p_;
+  int64_t vocab_;
+  std::mt19937_64 rng_;
+  std::unordered_map<int32_t, int32_t> counts_;
+  std::vector<float> work_;
+  std::vector<std::pair<float, int32_t>> cand_;
+};
+
+}  // namespace platform::llm

@@ -1,0 +1,349 @@
+// The LLM engine's TypeScript interface: load a GGUF model, generate token streams with
+// continuous batching, read logits, watch stats, unload. All heavy work runs natively (the load
+// on a libuv worker, decoding on the model's scheduler thread); tokens arrive through one
+// thread-safe callback per model and are routed here to each Generation.
+import type { SimdLevel } from '../../native/addon.js';
+import { ContextLengthError, LlmEngineError, fromNative } from './errors.js';
+import {
+  llmAddon,
+  type LlmNativeAddon,
+  type NativeFinishEvent,
+  type NativeLlmEvent,
+  type NativeModelHandle,
+  type NativeModelInfo,
+  type NativeStats,
+} from './native.js';
+
+export interface LoadModelOptions {
+  /** Threads for the forward pass (default: env PLATFORM_THREADS or all cores). */
+  threads?: number;
+  /** Context length in tokens (default: the model's training context, `{arch}.context_length`). */
+  contextLength?: number;
+  /** KV cache budget in bytes (default: maxRunningSequences full contexts, at most 1 GiB). */
+  kvCacheBytes?: number;
+  /** Sequences decoded together in one batch (default 8). */
+  maxRunningSequences?: number;
+  /** Requests that may wait for admission; beyond that generate() throws OverloadedError (default 64). */
+  maxQueued?: number;
+  /** Positions per KV cache block (default 16). */
+  kvBlockSize?: number;
+  /** Tokens per forward step: one per decoding sequence plus prompt chunks (default 256). */
+  maxBatchTokens?: number;
+  /** Kernels at or below this SIMD level (tests compare levels). */
+  simd?: SimdLevel;
+}
+
+export interface GenerateOptions {
+  /** Tokens to generate at most (default 256); fewer when the context fills up. */
+  maxTokens?: number;
+  /** 0 (default) is greedy decoding. */
+  temperature?: number;
+  /** Keep the k most likely tokens (0 = off). */
+  topK?: number;
+  /** Nucleus sampling: keep the smallest set with this much probability (1 = off). */
+  topP?: number;
+  /** Drop tokens less likely than minP times the most likely one (0 = off). */
+  minP?: number;
+  /** Seed for reproducible sampling (default: random). */
+  seed?: number;
+  /** Subtracted from a token's logit per time it was generated, in [-2, 2]. */
+  frequencyPenalty?: number;
+  /** Subtracted from a token's logit once it was generated, in [-2, 2]. */
+  presencePenalty?: number;
+  /** Aborting cancels the sequence (finishReason 'cancelled'). */
+  signal?: AbortSignal;
+}
+
+export interface GeneratedToken {
+  token: number;
+}
+
+export type FinishReason = 'stop' | 'length' | 'cancelled';
+
+export interface GenerationTimings {
+  /** Waiting for admission. */
+  queuedMs: number;
+  /** Admission to the first generated token (prompt processing). */
+  prefillMs: number;
+  /** First to last generated token. */
+  decodeMs: number;
+  /** Generated tokens per second after the first one (0 with fewer than two tokens). */
+  decodeTokensPerSecond: number;
+}
+
+export interface GenerationResult {
+  /** 'stop': an end-of-sequence token (not included in tokens); 'length': maxTokens or the context. */
+  finishReason: FinishReason;
+  promptTokens: number;
+  completionTokens: number;
+  tokens: number[];
+  timings: GenerationTimings;
+}
+
+export type LlmModelInfo = NativeModelInfo;
+export type LlmModelStats = NativeStats;
+
+type Listener = (event: NativeLlmEvent) => void;
+
+/**
+ * One running generation: an async iterator of tokens whose final `{done: true}` result carries
+ * the GenerationResult (also available as `result`). Leaving a `for await` loop early, calling
+ * `return()` or `cancel()`, or aborting the signal cancels the sequence and frees its KV blocks.
+ */
+export class Generation implements AsyncIterator<GeneratedToken, GenerationResult> {
+  /** Settles when the sequence finishes; rejects if the engine failed. */
+  readonly result: Promise<GenerationResult>;
+  private readonly queue: GeneratedToken[] = [];
+  private readonly tokens: number[] = [];
+  private waiter: (() => void) | null = null;
+  private final: GenerationResult | null = null;
+  private failure: Error | null = null;
+  private settle!: { resolve: (r: GenerationResult) => void; reject: (e: Error) => void };
+
+  /** @internal */
+  constructor(
+    readonly id: number,
+    private readonly cancelFn: () => void,
+  ) {
+    this.result = new Promise<GenerationResult>((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
+    this.result.catch(() => {}); // reported through next() / result; never unhandled
+  }
+
+  /** @internal */
+  onEvent(event: NativeLlmEvent): void {
+    if (event.type === 'token') {
+      this.tokens.push(event.token);
+      this.queue.push({ token: event.token });
+    } else if (event.finishReason === 'error') {
+      this.failure = new LlmEngineError('engine', event.error ?? 'the forward pass failed');
+      this.settle.reject(this.failure);
+    } else {
+      this.final = finishResult(event, this.tokens);
+      this.settle.resolve(this.final);
+    }
+    const w = this.waiter;
+    this.waiter = null;
+    w?.();
+  }
+
+  async next(): Promise<IteratorResult<GeneratedToken, GenerationResult>> {
+    for (;;) {
+      const t = this.queue.shift();
+      if (t) return { done: false, value: t };
+      if (this.failure) throw this.failure;
+      if (this.final) return { done: true, value: this.final };
+      await new Promise<void>((resolve) => {
+        this.waiter = resolve;
+      });
+    }
+  }
+
+  /** Cancels the sequence (if still running) and resolves with its final result. */
+  async return(): Promise<IteratorResult<GeneratedToken, GenerationResult>> {
+    this.cancel();
+    this.queue.length = 0;
+    return { done: true, value: await this.result };
+  }
+
+  /** Cancels the sequence; the result's finishReason becomes 'cancelled' unless it already finished. */
+  cancel(): void {
+    if (!this.final && !this.failure) this.cancelFn();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+}
+
+function finishResult(e: NativeFinishEvent, tokens: number[]): GenerationResult {
+  const reason = e.finishReason === 'error' ? 'cancelled' : e.finishReason;
+  return {
+    finishReason: reason,
+    promptTokens: e.promptTokens,
+    completionTokens: e.completionTokens,
+    tokens: tokens.slice(),
+    timings: {
+      queuedMs: e.queuedMs,
+      prefillMs: e.prefillMs,
+      decodeMs: e.decodeMs,
+      decodeTokensPerSecond: e.completionTokens > 1 && e.decodeMs > 0 ? ((e.completionTokens - 1) * 1000) / e.decodeMs : 0,
+    },
+  };
+}
+
+function checkInteger(name: string, v: unknown, min: number, max: number): void {
+  if (v === undefined) return;
+  if (typeof v !== 'number') throw new TypeError(`${name} must be a number, got ${typeof v}`);
+  if (!Number.isInteger(v) || v < min || v > max) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${v}`);
+}
+
+function checkNumber(name: string, v: unknown, min: number, max: number): void {
+  if (v === undefined) return;
+  if (typeof v !== 'number') throw new TypeError(`${name} must be a number, got ${typeof v}`);
+  if (!Number.isFinite(v) || v < min || v > max) throw new RangeError(`${name} must be in [${min}, ${max}], got ${v}`);
+}
+
+export class LlmModel {
+  private readonly listeners = new Map<number, Listener>();
+  private handle: NativeModelHandle | null = null;
+  private unloading: Promise<void> | null = null;
+  private cachedInfo: LlmModelInfo | null = null;
+
+  /** @internal use loadModel() */
+  constructor(private readonly addon: LlmNativeAddon) {}
+
+  /** @internal */
+  attach(handle: NativeModelHandle): void {
+    this.handle = handle;
+    this.cachedInfo = this.addon.llmModelInfo(handle);
+  }
+
+  /** @internal routes one native batch of events to the generations. */
+  dispatch(events: NativeLlmEvent[]): void {
+    for (const e of events) {
+      const l = this.listeners.get(e.id);
+      if (!l) continue;
+      if (e.type !== 'token') this.listeners.delete(e.id);
+      try {
+        l(e);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  }
+
+  private live(): NativeModelHandle {
+    if (!this.handle || this.unloading) throw new LlmEngineError('unloaded', 'the model has been unloaded');
+    return this.handle;
+  }
+
+  /** Architecture, dimensions, vocabulary, context, tensor types and memory. */
+  info(): LlmModelInfo {
+    const h = this.live();
+    return { ...this.addon.llmModelInfo(h) };
+  }
+
+  /** Running and waiting sequences, KV blocks used / reserved / total. */
+  stats(): LlmModelStats {
+    return this.addon.llmStats(this.live());
+  }
+
+  private checkPrompt(fn: string, prompt: unknown): Int32Array | number[] {
+    if (!(prompt instanceof Int32Array) && !Array.isArray(prompt)) {
+      throw new TypeError(`${fn}: promptTokens must be an array of token ids or an Int32Array`);
+    }
+    const info = this.cachedInfo!;
+    if (prompt.length === 0) throw new RangeError(`${fn}: promptTokens must hold at least one token`);
+    for (let i = 0; i < prompt.length; i++) {
+      const t = prompt[i];
+      if (typeof t !== 'number' || !Number.isInteger(t)) throw new TypeError(`${fn}: promptTokens[${i}] must be an integer token id`);
+      if (t < 0 || t >= info.vocabSize) throw new RangeError(`${fn}: promptTokens[${i}] = ${t} is outside the vocabulary [0, ${info.vocabSize})`);
+    }
+    if (prompt.length > info.contextLength) {
+      throw new ContextLengthError('context_length', `the prompt has ${prompt.length} tokens but the context holds ${info.contextLength}`);
+    }
+    return prompt;
+  }
+
+  /**
+   * Starts generating after promptTokens. Throws OverloadedError when the wait queue is full,
+   * ContextLengthError when the prompt does not fit, TypeError / RangeError on bad arguments.
+   */
+  generate(promptTokens: number[] | Int32Array, options: GenerateOptions = {}): Generation {
+    const h = this.live();
+    const prompt = this.checkPrompt('generate', promptTokens);
+    if (typeof options !== 'object' || options === null) throw new TypeError('generate: options must be an object');
+    const { signal, ...o } = options;
+    checkInteger('maxTokens', o.maxTokens, 1, 2 ** 30);
+    checkNumber('temperature', o.temperature, 0, 1e6);
+    checkInteger('topK', o.topK, 0, 2 ** 30);
+    checkNumber('topP', o.topP, 0, 1);
+    checkNumber('minP', o.minP, 0, 1);
+    checkInteger('seed', o.seed, 0, Number.MAX_SAFE_INTEGER);
+    checkNumber('frequencyPenalty', o.frequencyPenalty, -2, 2);
+    checkNumber('presencePenalty', o.presencePenalty, -2, 2);
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('generate: signal must be an AbortSignal');
+    let id: number;
+    try {
+      id = this.addon.llmGenerate(h, prompt, { maxTokens: 256, ...o });
+    } catch (error) {
+      throw fromNative(error);
+    }
+    const gen = new Generation(id, () => {
+      if (this.handle) this.addon.llmCancel(this.handle, id);
+    });
+    let onAbort: (() => void) | undefined;
+    if (signal) {
+      onAbort = () => gen.cancel();
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }
+    this.listeners.set(id, (e) => {
+      if (e.type !== 'token' && onAbort) signal?.removeEventListener('abort', onAbort);
+      gen.onEvent(e);
+    });
+    return gen;
+  }
+
+  /**
+   * Runs the tokens through the model and returns the logits: the last position's
+   * (Float32Array of vocabSize), or every position's ([tokens.length][vocabSize] flattened)
+   * with allPositions. Goes through the same scheduler as generate().
+   */
+  logits(tokens: number[] | Int32Array, options: { allPositions?: boolean } = {}): Promise<Float32Array> {
+    const h = this.live();
+    const prompt = this.checkPrompt('logits', tokens);
+    let id: number;
+    try {
+      id = this.addon.llmLogits(h, prompt, options.allPositions === true);
+    } catch (error) {
+      return Promise.reject(fromNative(error));
+    }
+    return new Promise<Float32Array>((resolve, reject) => {
+      this.listeners.set(id, (e) => {
+        if (e.type === 'logits' && e.logits) resolve(e.logits);
+        else if (e.type !== 'token') reject(new LlmEngineError(e.finishReason === 'cancelled' ? 'unloaded' : 'engine', e.error ?? `logits request ${e.finishReason}`));
+      });
+    });
+  }
+
+  /** Cancels every sequence, stops the scheduler, unmaps the file. Idempotent. */
+  unload(): Promise<void> {
+    if (!this.handle) return Promise.resolve();
+    if (!this.unloading) {
+      const h = this.handle;
+      this.unloading = this.addon.llmUnload(h).then(() => {
+        this.handle = null;
+      });
+    }
+    return this.unloading;
+  }
+}
+
+/** Loads a GGUF model (llama or qwen2; F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K) off the JS thread. */
+export async function loadModel(path: string, options: LoadModelOptions = {}): Promise<LlmModel> {
+  if (typeof path !== 'string' || path === '') throw new TypeError('loadModel: path must be a non-empty string');
+  if (typeof options !== 'object' || options === null) throw new TypeError('loadModel: options must be an object');
+  checkInteger('threads', options.threads, 0, 256);
+  checkInteger('contextLength', options.contextLength, 1, 2 ** 24);
+  checkInteger('kvCacheBytes', options.kvCacheBytes, 1, Number.MAX_SAFE_INTEGER);
+  checkInteger('maxRunningSequences', options.maxRunningSequences, 1, 4096);
+  checkInteger('maxQueued', options.maxQueued, 0, 2 ** 20);
+  checkInteger('kvBlockSize', options.kvBlockSize, 1, 4096);
+  checkInteger('maxBatchTokens', options.maxBatchTokens, 1, 2 ** 16);
+  const addon = llmAddon();
+  const model = new LlmModel(addon);
+  let handle: NativeModelHandle;
+  try {
+    handle = await addon.llmLoadModel(path, { ...options }, (events) => model.dispatch(events));
+  } catch (error) {
+    const message = (error instanceof Error ? error.message : String(error)).replace(/^llmLoadModel: /, '');
+    throw new LlmEngineError('load_failed', message);
+  }
+  model.attach(handle);
+  return model;
+}

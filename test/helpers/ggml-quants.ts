@@ -1,0 +1,528 @@
+// Reference quantizers and dequantizers for the tensor types the engine supports (F32, F16, BF16,
+// Q8_0, Q4_0, Q4_K, Q6_K), ported from ggml's ggml-quants.c (`quantize_row_*_ref`,
+// `dequantize_row_*`) with the byte layouts of ggml-common.h:
+//
+//   Q8_0  {f16 d; i8 q[32]}                                   34 bytes / 32 elements
+//   Q4_0  {f16 d; u8 q[16]}   q[j] low nibble = element j, high nibble = element j+16, offset 8
+//   Q4_K  {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}       144 bytes / 256 elements
+//         8 sub-blocks of 32 with a 6-bit scale and a 6-bit min each (get_scale_min_k4 packing);
+//         qs[32*k + l]: low nibble = element 64k + l, high nibble = element 64k + 32 + l
+//   Q6_K  {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}        210 bytes / 256 elements
+//         16 sub-blocks of 16 with an int8 scale; 6-bit quants offset by 32
+//
+// Arithmetic is float32 throughout (Math.fround after every operation, nearest_int rounding half
+// to even) so the blocks match ggml's own. A C compiler may contract a*b-c into an FMA, so compare
+// the engine's dequantized values with a relative tolerance of a few float32 ulps, not bitwise.
+
+const f = Math.fround;
+
+const f32buf = new Float32Array(1);
+const u32buf = new Uint32Array(f32buf.buffer);
+
+/** IEEE half bits of a float32 value, round to nearest even (as F16C and ggml's fallback do). */
+export function f32ToF16(value: number): number {
+  f32buf[0] = value;
+  const x = u32buf[0]!;
+  const sign = (x >>> 16) & 0x8000;
+  const exp = (x >>> 23) & 0xff;
+  let mant = x & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant !== 0 ? 0x200 : 0);
+  const e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mant |= 0x800000;
+    const shift = 14 - e;
+    let h = mant >>> shift;
+    const rem = mant & ((1 << shift) - 1);
+    const half = 1 << (shift - 1);
+    if (rem > half || (rem === half && (h & 1) !== 0)) h++;
+    return sign | h;
+  }
+  let h = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && (h & 1) !== 0)) h++; // a carry into the exponent is right
+  return sign | h;
+}
+
+export function f16ToF32(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >>> 10) & 0x1f;
+  const mant = h & 0x3ff;
+  if (exp === 0) return sign * mant * 2 ** -24;
+  if (exp === 0x1f) return mant ? NaN : sign * Infinity;
+  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
+}
+
+/** bfloat16 bits, ggml_compute_fp32_to_bf16: round to nearest even, NaN kept quiet. */
+export function f32ToBf16(value: number): number {
+  f32buf[0] = value;
+  const x = u32buf[0]!;
+  if ((x & 0x7fffffff) > 0x7f800000) return ((x >>> 16) | 64) & 0xffff;
+  return ((x + (0x7fff + ((x >>> 16) & 1))) >>> 16) & 0xffff;
+}
+
+export function bf16ToF32(b: number): number {
+  u32buf[0] = (b & 0xffff) << 16;
+  return f32buf[0]!;
+}
+
+/** ggml's nearest_int: round half to even of a float32 (the 1.5 * 2^23 trick). */
+function nearestInt(x: number): number {
+  return f(f(x) + 12582912) - 12582912;
+}
+
+/** C roundf: half away from zero. */
+function roundAway(x: number): number {
+  return x < 0 ? -Math.round(-x) : Math.round(x);
+}
+
+const clamp = (v: number, lo: number, hi: number) => (v < lo ? lo : v > hi ? hi : v);
+
+function requireMultiple(n: number, block: number, type: string): void {
+  if (n % block !== 0) throw new Error(`${type} needs a multiple of ${block} elements, got ${n}`);
+}
+
+// ---------------------------------------------------------------- F32 / F16 / BF16
+
+export function quantizeF32(x: Float32Array): Uint8Array {
+  return new Uint8Array(Float32Array.from(x).buffer);
+}
+
+export function dequantizeF32(bytes: Uint8Array, n: number): Float32Array {
+  return new Float32Array(bytes.slice(0, n * 4).buffer);
+}
+
+export function quantizeF16(x: Float32Array): Uint8Array {
+  const out = new Uint16Array(x.length);
+  for (let i = 0; i < x.length; i++) out[i] = f32ToF16(x[i]!);
+  return new Uint8Array(out.buffer);
+}
+
+export function dequantizeF16(bytes: Uint8Array, n: number): Float32Array {
+  const h = new Uint16Array(bytes.slice(0, n * 2).buffer);
+  return Float32Array.from(h, f16ToF32);
+}
+
+export function quantizeBF16(x: Float32Array): Uint8Array {
+  const out = new Uint16Array(x.length);
+  for (let i = 0; i < x.length; i++) out[i] = f32ToBf16(x[i]!);
+  return new Uint8Array(out.buffer);
+}
+
+export function dequantizeBF16(bytes: Uint8Array, n: number): Float32Array {
+  const h = new Uint16Array(bytes.slice(0, n * 2).buffer);
+  return Float32Array.from(h, bf16ToF32);
+}
+
+// ---------------------------------------------------------------- Q8_0
+
+const QK8_0 = 32;
+const Q8_0_BYTES = 34;
+
+export function quantizeQ8_0(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, QK8_0, 'Q8_0');
+  const nb = x.length / QK8_0;
+  const out = new Uint8Array(nb * Q8_0_BYTES);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < nb; i++) {
+    let amax = 0;
+    for (let j = 0; j < QK8_0; j++) amax = Math.max(amax, Math.abs(x[i * QK8_0 + j]!));
+    const d = f(amax / 127);
+    const id = d !== 0 ? f(1 / d) : 0;
+    view.setUint16(i * Q8_0_BYTES, f32ToF16(d), true);
+    for (let j = 0; j < QK8_0; j++) view.setInt8(i * Q8_0_BYTES + 2 + j, roundAway(f(x[i * QK8_0 + j]! * id)));
+  }
+  return out;
+}
+
+export function dequantizeQ8_0(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, QK8_0, 'Q8_0');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  for (let i = 0; i < n / QK8_0; i++) {
+    const d = f16ToF32(view.getUint16(i * Q8_0_BYTES, true));
+    for (let j = 0; j < QK8_0; j++) y[i * QK8_0 + j] = f(view.getInt8(i * Q8_0_BYTES + 2 + j) * d);
+  }
+  return y;
+}
+
+// ---------------------------------------------------------------- Q4_0
+
+const QK4_0 = 32;
+const Q4_0_BYTES = 18;
+
+export function quantizeQ4_0(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, QK4_0, 'Q4_0');
+  const nb = x.length / QK4_0;
+  const out = new Uint8Array(nb * Q4_0_BYTES);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < nb; i++) {
+    let amax = 0;
+    let max = 0;
+    for (let j = 0; j < QK4_0; j++) {
+      const v = x[i * QK4_0 + j]!;
+      if (amax < Math.abs(v)) {
+        amax = Math.abs(v);
+        max = v;
+      }
+    }
+    const d = f(max / -8);
+    const id = d !== 0 ? f(1 / d) : 0;
+    view.setUint16(i * Q4_0_BYTES, f32ToF16(d), true);
+    for (let j = 0; j < QK4_0 / 2; j++) {
+      const x0 = f(x[i * QK4_0 + j]! * id);
+      const x1 = f(x[i * QK4_0 + QK4_0 / 2 + j]! * id);
+      const xi0 = Math.min(15, Math.trunc(f(x0 + 8.5)));
+      const xi1 = Math.min(15, Math.trunc(f(x1 + 8.5)));
+      out[i * Q4_0_BYTES + 2 + j] = xi0 | (xi1 << 4);
+    }
+  }
+  return out;
+}
+
+export function dequantizeQ4_0(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, QK4_0, 'Q4_0');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  for (let i = 0; i < n / QK4_0; i++) {
+    const d = f16ToF32(view.getUint16(i * Q4_0_BYTES, true));
+    for (let j = 0; j < QK4_0 / 2; j++) {
+      const q = bytes[i * Q4_0_BYTES + 2 + j]!;
+      y[i * QK4_0 + j] = f(((q & 0x0f) - 8) * d);
+      y[i * QK4_0 + j + QK4_0 / 2] = f(((q >> 4) - 8) * d);
+    }
+  }
+  return y;
+}
+
+// ---------------------------------------------------------------- K-quants
+
+const QK_K = 256;
+const Q4_K_BYTES = 144;
+const Q6_K_BYTES = 210;
+
+/** Scale and min of sub-block j from the 12 packed bytes of a Q4_K block (get_scale_min_k4). */
+export function getScaleMinK4(j: number, q: Uint8Array, at: number): [number, number] {
+  if (j < 4) return [q[at + j]! & 63, q[at + j + 4]! & 63];
+  const d = (q[at + j + 4]! & 0xf) | ((q[at + j - 4]! >> 6) << 4);
+  const m = (q[at + j + 4]! >> 4) | ((q[at + j]! >> 6) << 4);
+  return [d, m];
+}
+
+/** make_qkx2_quants: an asymmetric (scale, min) fit of n values to 0..nmax by weighted search. */
+function makeQkx2Quants(
+  n: number,
+  nmax: number,
+  x: Float32Array,
+  weights: Float32Array,
+  L: Uint8Array,
+  rmin: number,
+  rdelta: number,
+  nstep: number,
+): { scale: number; theMin: number } {
+  const Laux = new Uint8Array(n);
+  let min = x[0]!;
+  let max = x[0]!;
+  let sumW = weights[0]!;
+  let sumX = f(sumW * x[0]!);
+  for (let i = 1; i < n; i++) {
+    if (x[i]! < min) min = x[i]!;
+    if (x[i]! > max) max = x[i]!;
+    sumW = f(sumW + weights[i]!);
+    sumX = f(sumX + f(weights[i]! * x[i]!));
+  }
+  if (min > 0) min = 0;
+  if (max === min) {
+    L.fill(0, 0, n);
+    return { scale: 0, theMin: -min };
+  }
+  let iscale = f(nmax / f(max - min));
+  let scale = f(1 / iscale);
+  let bestError = 0;
+  for (let i = 0; i < n; i++) {
+    const l = nearestInt(f(iscale * f(x[i]! - min)));
+    L[i] = clamp(l, 0, nmax);
+    const diff = f(f(f(scale * L[i]!) + min) - x[i]!);
+    bestError = f(bestError + f(weights[i]! * f(diff * diff)));
+  }
+  if (nstep < 1) return { scale, theMin: -min };
+  for (let is = 0; is <= nstep; is++) {
+    iscale = f(f(f(rmin + f(rdelta * is)) + nmax) / f(max - min));
+    let sumL = 0;
+    let sumL2 = 0;
+    let sumXl = 0;
+    for (let i = 0; i < n; i++) {
+      const l = clamp(nearestInt(f(iscale * f(x[i]! - min))), 0, nmax);
+      Laux[i] = l;
+      const wl = f(weights[i]! * l);
+      sumL = f(sumL + wl);
+      sumL2 = f(sumL2 + f(wl * l));
+      sumXl = f(sumXl + f(wl * x[i]!));
+    }
+    const D = f(f(sumW * sumL2) - f(sumL * sumL));
+    if (D > 0) {
+      let thisScale = f(f(f(sumW * sumXl) - f(sumX * sumL)) / D);
+      let thisMin = f(f(f(sumL2 * sumX) - f(sumL * sumXl)) / D);
+      if (thisMin > 0) {
+        thisMin = 0;
+        thisScale = f(sumXl / sumL2);
+      }
+      let curError = 0;
+      for (let i = 0; i < n; i++) {
+        const diff = f(f(f(thisScale * Laux[i]!) + thisMin) - x[i]!);
+        curError = f(curError + f(weights[i]! * f(diff * diff)));
+      }
+      if (curError < bestError) {
+        L.set(Laux.subarray(0, n));
+        bestError = curError;
+        scale = thisScale;
+        min = thisMin;
+      }
+    }
+  }
+  return { scale, theMin: -min };
+}
+
+export function quantizeQ4_K(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, QK_K, 'Q4_K');
+  const nb = x.length / QK_K;
+  const out = new Uint8Array(nb * Q4_K_BYTES);
+  const view = new DataView(out.buffer);
+  const L = new Uint8Array(QK_K);
+  const weights = new Float32Array(32);
+  const mins = new Float32Array(8);
+  const scales = new Float32Array(8);
+  for (let i = 0; i < nb; i++) {
+    const xb = x.subarray(i * QK_K, (i + 1) * QK_K);
+    const at = i * Q4_K_BYTES;
+    let maxScale = 0;
+    let maxMin = 0;
+    for (let j = 0; j < 8; j++) {
+      const xs = xb.subarray(32 * j, 32 * j + 32);
+      let sumX2 = 0;
+      for (let l = 0; l < 32; l++) sumX2 = f(sumX2 + f(xs[l]! * xs[l]!));
+      const avX = f(Math.sqrt(f(sumX2 / 32)));
+      for (let l = 0; l < 32; l++) weights[l] = f(avX + Math.abs(xs[l]!));
+      const r = makeQkx2Quants(32, 15, xs, weights, L.subarray(32 * j, 32 * j + 32), -1, 0.1, 20);
+      scales[j] = r.scale;
+      mins[j] = r.theMin;
+      if (r.scale > maxScale) maxScale = r.scale;
+      if (r.theMin > maxMin) maxMin = r.theMin;
+    }
+    const invScale = maxScale > 0 ? f(63 / maxScale) : 0;
+    const invMin = maxMin > 0 ? f(63 / maxMin) : 0;
+    const sc = out.subarray(at + 4, at + 16);
+    for (let j = 0; j < 8; j++) {
+      const ls = Math.min(63, nearestInt(f(invScale * scales[j]!)) & 0xff);
+      const lm = Math.min(63, nearestInt(f(invMin * mins[j]!)) & 0xff);
+      if (j < 4) {
+        sc[j] = ls;
+        sc[j + 4] = lm;
+      } else {
+        sc[j + 4] = (ls & 0xf) | ((lm & 0xf) << 4);
+        sc[j - 4]! |= (ls >> 4) << 6;
+        sc[j]! |= (lm >> 4) << 6;
+      }
+    }
+    const dBits = f32ToF16(f(maxScale / 63));
+    const dminBits = f32ToF16(f(maxMin / 63));
+    view.setUint16(at, dBits, true);
+    view.setUint16(at + 2, dminBits, true);
+    const d = f16ToF32(dBits);
+    const dmin = f16ToF32(dminBits);
+    for (let j = 0; j < 8; j++) {
+      const [s, m] = getScaleMinK4(j, out, at + 4);
+      const dj = f(d * s);
+      if (dj === 0) continue;
+      const dm = f(dmin * m);
+      for (let ii = 0; ii < 32; ii++) L[32 * j + ii] = clamp(nearestInt(f(f(xb[32 * j + ii]! + dm) / dj)), 0, 15);
+    }
+    for (let j = 0; j < QK_K; j += 64) {
+      for (let l = 0; l < 32; l++) out[at + 16 + j / 2 + l] = L[j + l]! | (L[j + l + 32]! << 4);
+    }
+  }
+  return out;
+}
+
+export function dequantizeQ4_K(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, QK_K, 'Q4_K');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  let k = 0;
+  for (let i = 0; i < n / QK_K; i++) {
+    const at = i * Q4_K_BYTES;
+    const d = f16ToF32(view.getUint16(at, true));
+    const min = f16ToF32(view.getUint16(at + 2, true));
+    let q = at + 16;
+    for (let j = 0, is = 0; j < QK_K; j += 64, is += 2, q += 32) {
+      const [s1, m1q] = getScaleMinK4(is, bytes, at + 4);
+      const [s2, m2q] = getScaleMinK4(is + 1, bytes, at + 4);
+      const d1 = f(d * s1);
+      const m1 = f(min * m1q);
+      const d2 = f(d * s2);
+      const m2 = f(min * m2q);
+      for (let l = 0; l < 32; l++) y[k++] = f(f(d1 * (bytes[q + l]! & 0xf)) - m1);
+      for (let l = 0; l < 32; l++) y[k++] = f(f(d2 * (bytes[q + l]! >> 4)) - m2);
+    }
+  }
+  return y;
+}
+
+/** make_qx_quants with rmse_type 1: a symmetric scale for n values in -nmax..nmax-1. */
+function makeQxQuants(n: number, nmax: number, x: Float32Array, L: Int8Array): number {
+  let max = 0;
+  let amax = 0;
+  for (let i = 0; i < n; i++) {
+    const ax = Math.abs(x[i]!);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i]!;
+    }
+  }
+  if (amax < f(1e-15)) {
+    L.fill(0, 0, n);
+    return 0;
+  }
+  let iscale = f(-nmax / max);
+  let sumlx = 0;
+  let suml2 = 0;
+  for (let i = 0; i < n; i++) {
+    const l = clamp(nearestInt(f(iscale * x[i]!)), -nmax, nmax - 1);
+    L[i] = l + nmax;
+    const w = f(x[i]! * x[i]!);
+    sumlx = f(sumlx + f(f(w * x[i]!) * l));
+    suml2 = f(suml2 + f(f(w * l) * l));
+  }
+  let scale = suml2 !== 0 ? f(sumlx / suml2) : 0;
+  let best = f(scale * sumlx);
+  for (let is = -9; is <= 9; is++) {
+    if (is === 0) continue;
+    iscale = f(-f(nmax + f(0.1 * is)) / max);
+    sumlx = 0;
+    suml2 = 0;
+    for (let i = 0; i < n; i++) {
+      const l = clamp(nearestInt(f(iscale * x[i]!)), -nmax, nmax - 1);
+      const w = f(x[i]! * x[i]!);
+      sumlx = f(sumlx + f(f(w * x[i]!) * l));
+      suml2 = f(suml2 + f(f(w * l) * l));
+    }
+    if (suml2 > 0 && f(sumlx * sumlx) > f(best * suml2)) {
+      for (let i = 0; i < n; i++) L[i] = nmax + clamp(nearestInt(f(iscale * x[i]!)), -nmax, nmax - 1);
+      scale = f(sumlx / suml2);
+      best = f(scale * sumlx);
+    }
+  }
+  return scale;
+}
+
+export function quantizeQ6_K(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, QK_K, 'Q6_K');
+  const nb = x.length / QK_K;
+  const out = new Uint8Array(nb * Q6_K_BYTES);
+  const view = new DataView(out.buffer);
+  const L = new Int8Array(QK_K);
+  const scales = new Float32Array(16);
+  for (let i = 0; i < nb; i++) {
+    const xb = x.subarray(i * QK_K, (i + 1) * QK_K);
+    const at = i * Q6_K_BYTES;
+    let maxScale = 0;
+    let maxAbsScale = 0;
+    for (let ib = 0; ib < 16; ib++) {
+      const scale = makeQxQuants(16, 32, xb.subarray(16 * ib, 16 * ib + 16), L.subarray(16 * ib, 16 * ib + 16));
+      scales[ib] = scale;
+      if (Math.abs(scale) > maxAbsScale) {
+        maxAbsScale = Math.abs(scale);
+        maxScale = scale;
+      }
+    }
+    if (maxAbsScale < f(1e-15)) continue; // an all-zero block: zero bytes, d = 0
+    const iscale = f(-128 / maxScale);
+    const dBits = f32ToF16(f(1 / iscale));
+    view.setUint16(at + 208, dBits, true);
+    for (let ib = 0; ib < 16; ib++) view.setInt8(at + 192 + ib, Math.min(127, nearestInt(f(iscale * scales[ib]!))));
+    const d = f16ToF32(dBits);
+    for (let j = 0; j < 16; j++) {
+      const dj = f(d * view.getInt8(at + 192 + j));
+      if (dj === 0) continue;
+      for (let ii = 0; ii < 16; ii++) L[16 * j + ii] = clamp(nearestInt(f(xb[16 * j + ii]! / dj)), -32, 31) + 32;
+    }
+    for (let j = 0, ql = at, qh = at + 128; j < QK_K; j += 128, ql += 64, qh += 32) {
+      for (let l = 0; l < 32; l++) {
+        const q1 = L[j + l]! & 0xf;
+        const q2 = L[j + l + 32]! & 0xf;
+        const q3 = L[j + l + 64]! & 0xf;
+        const q4 = L[j + l + 96]! & 0xf;
+        out[ql + l] = q1 | (q3 << 4);
+        out[ql + l + 32] = q2 | (q4 << 4);
+        out[qh + l] = (L[j + l]! >> 4) | ((L[j + l + 32]! >> 4) << 2) | ((L[j + l + 64]! >> 4) << 4) | ((L[j + l + 96]! >> 4) << 6);
+      }
+    }
+  }
+  return out;
+}
+
+export function dequantizeQ6_K(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, QK_K, 'Q6_K');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  for (let i = 0; i < n / QK_K; i++) {
+    const at = i * Q6_K_BYTES;
+    const d = f16ToF32(view.getUint16(at + 208, true));
+    for (let half = 0; half < 2; half++) {
+      const ql = at + 64 * half;
+      const qh = at + 128 + 32 * half;
+      const sc = at + 192 + 8 * half;
+      const yb = i * QK_K + 128 * half;
+      for (let l = 0; l < 32; l++) {
+        const is = l >> 4;
+        const h = bytes[qh + l]!;
+        const q1 = ((bytes[ql + l]! & 0xf) | ((h & 3) << 4)) - 32;
+        const q2 = ((bytes[ql + l + 32]! & 0xf) | (((h >> 2) & 3) << 4)) - 32;
+        const q3 = ((bytes[ql + l]! >> 4) | (((h >> 4) & 3) << 4)) - 32;
+        const q4 = ((bytes[ql + l + 32]! >> 4) | (((h >> 6) & 3) << 4)) - 32;
+        y[yb + l] = f(f(d * view.getInt8(sc + is)) * q1);
+        y[yb + l + 32] = f(f(d * view.getInt8(sc + is + 2)) * q2);
+        y[yb + l + 64] = f(f(d * view.getInt8(sc + is + 4)) * q3);
+        y[yb + l + 96] = f(f(d * view.getInt8(sc + is + 6)) * q4);
+      }
+    }
+  }
+  return y;
+}
+
+// ---------------------------------------------------------------- by type name
+
+export type QuantType = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_K' | 'Q6_K';
+
+export const QUANT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
+
+const QUANTIZE: Record<QuantType, (x: Float32Array) => Uint8Array> = {
+  F32: quantizeF32,
+  F16: quantizeF16,
+  BF16: quantizeBF16,
+  Q8_0: quantizeQ8_0,
+  Q4_0: quantizeQ4_0,
+  Q4_K: quantizeQ4_K,
+  Q6_K: quantizeQ6_K,
+};
+
+const DEQUANTIZE: Record<QuantType, (bytes: Uint8Array, n: number) => Float32Array> = {
+  F32: dequantizeF32,
+  F16: dequantizeF16,
+  BF16: dequantizeBF16,
+  Q8_0: dequantizeQ8_0,
+  Q4_0: dequantizeQ4_0,
+  Q4_K: dequantizeQ4_K,
+  Q6_K: dequantizeQ6_K,
+};
+
+/** Encodes float data as `type` blocks (the length must be a multiple of the block size). */
+export function quantize(type: QuantType, x: Float32Array): Uint8Array {
+  return QUANTIZE[type](x);
+}
+
+/** Decodes `n` elements of `type` blocks back to float32. */
+export function dequantize(type: QuantType, bytes: Uint8Array, n: number): Float32Array {
+  return DEQUANTIZE[type](bytes, n);
+}
