@@ -28,6 +28,8 @@ export interface Config {
   shadow: { concurrency: number; maxQueue: number; timeoutMs: number };
   /** Rows kept in the request log before the oldest are dropped. */
   requestLogMaxRows: number;
+  /** LLM engine settings for every library model (unset: the engine's defaults). */
+  llm: { contextLength?: number; maxRunningSequences?: number; maxQueued?: number };
 }
 
 export interface VectorConfig {
@@ -47,6 +49,8 @@ export interface VectorConfig {
   exactScanMax: number;
   /** Queued index work (floats) beyond which upserts wait for the index to catch up. */
   maxBacklogFloats: number;
+  /** Nice value of the vector store's worker threads (0 = the main thread's priority). */
+  workerNice: number;
 }
 
 export class ConfigError extends Error {}
@@ -60,6 +64,15 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   const value = Number(raw.trim());
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** The variables that are set, each checked like integer(). */
+function optionalIntegers<K extends string>(env: NodeJS.ProcessEnv, spec: Record<K, [string, number, number]>): Partial<Record<K, number>> {
+  const out: Partial<Record<K, number>> = {};
+  for (const [key, [name, min, max]] of Object.entries(spec) as Array<[K, [string, number, number]]>) {
+    if (env[name] !== undefined && env[name] !== '') out[key] = integer(env, name, 0, min, max);
+  }
+  return out;
 }
 
 function flag(env: NodeJS.ProcessEnv, name: string): boolean {
@@ -101,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       compactMinTombstones: integer(env, 'VECTOR_COMPACT_MIN_TOMBSTONES', 1000, 1, 100_000_000),
       exactScanMax: integer(env, 'VECTOR_EXACT_SCAN_MAX', 2000, 0, 100_000_000),
       maxBacklogFloats: integer(env, 'VECTOR_MAX_BACKLOG_FLOATS', 16 * 1024 * 1024, 1024, 2 ** 31 - 1),
+      workerNice: integer(env, 'VECTOR_WORKER_NICE', 10, 0, 19),
     },
     batching: {
       maxBatchRows: integer(env, 'PREDICT_MAX_BATCH_ROWS', 1024, 1, 1_000_000),
@@ -113,5 +127,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: integer(env, 'SHADOW_TIMEOUT_MS', 5000, 1, 600_000),
     },
     requestLogMaxRows: integer(env, 'REQUEST_LOG_MAX_ROWS', 100_000, 100, 100_000_000),
+    llm: optionalIntegers(env, {
+      contextLength: ['LLM_CONTEXT_LENGTH', 16, 1_048_576],
+      maxRunningSequences: ['LLM_MAX_RUNNING_SEQUENCES', 1, 4096],
+      maxQueued: ['LLM_MAX_QUEUED', 0, 1_000_000],
+    }),
   };
 }

@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { registerEngineCommand } from './commands/engine.js';
 import { registerAudienceCommands } from './commands/audiences.js';
 import { registerKeyCommands } from './commands/keys.js';
+import { registerLibraryCommands } from './commands/library.js';
 import { registerMetricsCommand } from './commands/metrics.js';
 import { registerModelCommands } from './commands/models.js';
 import { registerStatusCommand } from './commands/status.js';
@@ -18,7 +19,8 @@ export function buildProgram(): Command {
     .exitOverride()
     .showHelpAfterError('(add --help for usage)');
   registerKeyCommands(program);
-  registerModelCommands(program);
+  const models = registerModelCommands(program);
+  registerLibraryCommands(program, models);
   registerAudienceCommands(program);
   registerMetricsCommand(program);
   registerStatusCommand(program);

@@ -22,6 +22,13 @@ import { VectorService } from '../vectors/service.js';
 import { vectorRoutes } from './routes/vectors.js';
 import type { CompileModel } from '../realtime/loaded-build.js';
 import { createRealtime, type Realtime } from '../realtime/service.js';
+import { LibraryService } from '../llm/library/service.js';
+import { LlmMetrics } from '../llm/metrics.js';
+import { chatRoutes } from './routes/chat.js';
+import { libraryRoutes } from './routes/library.js';
+
+// The LLM engine runs on the CPU only until the CUDA backend lands (issue 8).
+const LLM_CUDA_UNAVAILABLE = 'the LLM engine of this build has no CUDA backend yet';
 import { realtimeRoutes } from './routes/realtime.js';
 
 export interface AppDeps {
@@ -44,6 +51,7 @@ export interface App {
   tokens: TokenIssuer;
   realtime: Realtime;
   vectors: VectorService;
+  library: LibraryService;
   /** Marks the app as draining: /readyz answers 503 from then on. */
   beginShutdown(): void;
 }
@@ -98,6 +106,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   server.addHook('onClose', () => realtime.close());
   const vectors = new VectorService(db, config.vectors, config.dataDir, server.log);
   server.addHook('onClose', () => vectors.close());
+  const library = new LibraryService(db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => LLM_CUDA_UNAVAILABLE, engine: config.llm }, server.log, clock);
+  const llmMetrics = new LlmMetrics(metrics, () => library.liveInstances().map(({ modelId, instance }) => ({ modelId, stats: instance.model.stats() })), clock);
+  library.restore();
+  server.addHook('onClose', () => library.close());
 
   await server.register(healthRoutes, { isReady: () => ready });
   await server.register(tokenRoutes, { keys, tokens, limiter });
@@ -109,7 +121,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (!config.metricsPublic) await api.register(metricsRoute, { registry: metrics });
     await api.register(keysRoutes, { keys });
     await api.register(engineRoutes, { engineInfo: deps.engineInfo });
-    await api.register(realtimeRoutes, { realtime, maxBuildBytes: config.maxBuildBytes });
+    await api.register(realtimeRoutes, { realtime, maxBuildBytes: config.maxBuildBytes, libraryMetrics: (id) => llmMetrics.summary(id) });
+    await api.register(libraryRoutes, { library });
+    await api.register(chatRoutes, { library, metrics: llmMetrics });
     await api.register(vectorRoutes, { vectors, maxBodyBytes: config.vectors.maxBodyBytes });
   });
 
@@ -120,6 +134,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     tokens,
     realtime,
     vectors,
+    library,
     beginShutdown: () => {
       ready = false;
     },

@@ -105,4 +105,23 @@ export const migrations: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 5,
+    name: 'library_deployments',
+    sql: `
+      CREATE TABLE library_deployments (
+        model_id       TEXT PRIMARY KEY REFERENCES models(id) ON DELETE CASCADE,
+        name           TEXT NOT NULL UNIQUE,       -- general.name or the file name; immutable
+        file           TEXT NOT NULL,              -- relative to MODELS_DIR
+        license        TEXT,
+        license_link   TEXT,
+        instance_type  TEXT NOT NULL CHECK (instance_type IN ('cpu', 'cuda')),
+        threads        INTEGER,                    -- NULL: all cores
+        status         TEXT NOT NULL CHECK (status IN ('PENDING', 'DEPLOYING', 'LIVE', 'FAILED')),
+        reason         TEXT,
+        created_at     INTEGER NOT NULL,
+        updated_at     INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];

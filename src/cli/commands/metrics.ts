@@ -3,7 +3,17 @@ import type { Command } from 'commander';
 import { clientFromEnv } from '../http-client.js';
 import { formatTable } from '../table.js';
 
+interface Latency {
+  mean: number | null;
+  p50: number | null;
+  p99: number | null;
+}
+
 interface MetricsJson {
+  throughput_rpm_5m?: number;
+  token_throughput_tps?: number;
+  time_to_first_token_ms?: Latency;
+  time_per_output_token_ms?: Latency;
   variations?: Array<{ variation: string; requests_5m: number; throughput_rpm_5m: number; errors_5m: number; latency_ms: { mean: number | null; p50: number | null; p99: number | null } }>;
 }
 
@@ -17,6 +27,22 @@ export function registerMetricsCommand(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       const res = await clientFromEnv().request<MetricsJson>('GET', `/api/v1/models/${encodeURIComponent(id)}/metrics`);
+      if (!opts.json && res.time_to_first_token_ms && res.time_per_output_token_ms) {
+        const t = res.time_to_first_token_ms;
+        const p = res.time_per_output_token_ms;
+        process.stdout.write(
+          formatTable(
+            ['METRIC', 'VALUE', 'MEAN', 'P50', 'P99'],
+            [
+              ['average throughput (5 min)', `${res.throughput_rpm_5m!.toFixed(1)} rpm`, '', '', ''],
+              ['total token throughput', `${res.token_throughput_tps!.toFixed(2)} tok/s`, '', '', ''],
+              ['time to first token (ms)', '', ms(t.mean), ms(t.p50), ms(t.p99)],
+              ['time per output token (ms)', '', ms(p.mean), ms(p.p50), ms(p.p99)],
+            ],
+          ),
+        );
+        return;
+      }
       if (opts.json || !res.variations) {
         process.stdout.write(JSON.stringify(res, null, 2) + '\n');
         return;

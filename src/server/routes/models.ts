@@ -14,6 +14,8 @@ import { responses } from '../schemas.js';
 export interface ModelRouteOptions {
   realtime: Realtime;
   maxBuildBytes: number;
+  /** The four figures of a library (LLM) model. */
+  libraryMetrics: (modelId: string) => object;
 }
 
 const modelJson = (m: ModelRecord) => ({ model_id: m.id, project: m.project, description: m.description, kind: m.kind, created_at: m.createdAt });
@@ -338,6 +340,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     },
     async (request) => {
       const model = models.get(request.params.model_id);
+      if (model.kind === 'library') return opts.libraryMetrics(model.id);
       return variationMetrics(requestLog, model.id, Date.now());
     },
   );

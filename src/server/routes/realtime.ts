@@ -5,8 +5,11 @@ import { audienceRoutes } from './audiences.js';
 import { modelRoutes } from './models.js';
 import { predictRoutes } from './predict.js';
 
-export const realtimeRoutes: FastifyPluginAsync<{ realtime: Realtime; maxBuildBytes: number }> = async (app, { realtime, maxBuildBytes }) => {
-  await app.register(modelRoutes, { realtime, maxBuildBytes });
+export const realtimeRoutes: FastifyPluginAsync<{ realtime: Realtime; maxBuildBytes: number; libraryMetrics: (modelId: string) => object }> = async (
+  app,
+  { realtime, maxBuildBytes, libraryMetrics },
+) => {
+  await app.register(modelRoutes, { realtime, maxBuildBytes, libraryMetrics });
   await app.register(audienceRoutes, { audiences: realtime.audiences });
   await app.register(predictRoutes, realtime);
 };

@@ -10,14 +10,8 @@
 // Bodies may be up to MAX_VECTOR_BODY_BYTES (a batch of embeddings is large); beyond it, 413.
 import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import { ApiError } from '../../errors.js';
-import type {
-  CreateCollectionBody,
-  DeleteBody,
-  SampleBody,
-  SearchBody,
-  UpsertBody,
-  VectorService,
-} from '../../vectors/service.js';
+import { upsertBodySchema } from '../../vectors/requests.js';
+import type { CreateCollectionBody, DeleteBody, SampleBody, SearchBody, VectorService } from '../../vectors/service.js';
 import { COLLECTION_NAME_PATTERN, MAX_DIMENSION, MAX_RESULTS, MAX_SAMPLES, MAX_TENANT_LENGTH, METRICS } from '../../vectors/types.js';
 import { responses } from '../schemas.js';
 
@@ -60,9 +54,10 @@ const collectionSchema = {
   },
 } as const;
 
+// No `required`: the serializer writes required fields first, and SPEC.md's order is id, values,
+// properties (values is left out when include_vector is false).
 const vectorSchema = {
   type: 'object',
-  required: ['id', 'properties'],
   properties: { id: { type: 'string' }, values: numbers, properties: propertiesSchema },
 } as const;
 
@@ -135,34 +130,26 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     async (request) => vectors.deleteCollection(request.params.name),
   );
 
-  app.post<{ Body: UpsertBody }>(
-    '/api/v1/vectors/upsert',
-    {
-      bodyLimit,
-      schema: {
-        body: {
-          type: 'object',
-          required: ['collection_name', 'vector'],
-          properties: {
-            collection_name: { type: 'string' },
-            tenant_id: tenantSchema,
-            vector: {
-              type: 'array',
-              minItems: 1,
-              items: {
-                type: 'object',
-                required: ['id', 'values'],
-                // properties is checked by the service, to say "must be a JSON object".
-                properties: { id: { type: 'string' }, values: numbers, tenant_id: tenantSchema },
-              },
-            },
-          },
+  // Upsert bodies reach the handler as bytes: the ingest worker parses and checks them (with
+  // upsertBodySchema, through the same validator as every other body), so that a batch of
+  // embeddings never holds the event loop. The schema is declared here as the route's contract.
+  await app.register(async (raw) => {
+    raw.removeContentTypeParser('application/json');
+    raw.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
+    raw.post<{ Body: Buffer }>(
+      '/api/v1/vectors/upsert',
+      {
+        bodyLimit,
+        schema: {
+          body: upsertBodySchema,
+          response: responses({ 200: { type: 'object', required: ['num_affected'], properties: { num_affected: { type: 'integer' } } } }),
         },
-        response: responses({ 200: { type: 'object', required: ['num_affected'], properties: { num_affected: { type: 'integer' } } } }),
+        // Checked in the ingest worker, against the same schema.
+        validatorCompiler: () => () => true,
       },
-    },
-    async (request) => vectors.upsert(request.body),
-  );
+      async (request) => vectors.upsert(request.body),
+    );
+  });
 
   app.post<{ Body: SearchBody }>(
     '/api/v1/vectors/search',

@@ -1,0 +1,135 @@
+// platform library list | deploy | undeploy, and platform models set-instance-type.
+import type { Command } from 'commander';
+import { clientFromEnv, type PlatformClient } from '../http-client.js';
+import { CliError, usageError } from '../errors.js';
+import { createProgress } from '../progress.js';
+import { formatTable } from '../table.js';
+
+interface CatalogJson {
+  models: Array<{ name: string; file: string; size_bytes: number; architecture: string; parameters: number; quantization: string; context_length: number | null; license: string | null; license_link: string | null }>;
+  problems: Array<{ file: string; error: string }>;
+}
+
+interface DeploymentJson {
+  model_id: string;
+  name: string;
+  instance_type: string;
+  threads: number | null;
+  pending_instance_type: string | null;
+  last_instance_error: string | null;
+  status: string;
+  reason: string | null;
+  license: string | null;
+}
+
+const STEPS: Record<string, number> = { PENDING: 0.1, DEPLOYING: 0.5, LIVE: 1, FAILED: 1 };
+
+function human(n: number, unit: string, base = 1000): string {
+  const prefixes = ['', 'K', 'M', 'G', 'T'];
+  let i = 0;
+  while (n >= base && i < prefixes.length - 1) {
+    n /= base;
+    i++;
+  }
+  return `${n.toFixed(n < 10 && i > 0 ? 1 : 0)}${prefixes[i]}${unit}`;
+}
+
+function threads(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw usageError('--threads must be a positive integer');
+  return Number(value);
+}
+
+async function follow(client: PlatformClient, modelId: string, done: (d: DeploymentJson) => boolean): Promise<DeploymentJson> {
+  const progress = createProgress();
+  for (;;) {
+    const dep = await client.request<DeploymentJson>('GET', `/api/v1/library/deployments/${encodeURIComponent(modelId)}`);
+    const label = `${dep.model_id} (${dep.name}): ${dep.status}${dep.pending_instance_type ? `, switching to ${dep.pending_instance_type}` : ''}`;
+    if (dep.status === 'FAILED') {
+      progress.done(label);
+      throw new CliError(`${dep.model_id} failed to load: ${dep.reason}`);
+    }
+    if (dep.last_instance_error) {
+      progress.done(label);
+      throw new CliError(`the instance change of ${dep.model_id} failed: ${dep.last_instance_error}`);
+    }
+    if (done(dep)) {
+      progress.done(label);
+      return dep;
+    }
+    progress.update(STEPS[dep.status] ?? 0, label);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+export function registerLibraryCommands(program: Command, models: Command): void {
+  const library = program.command('library').description('open-source LLMs: the GGUF files in MODELS_DIR, deployed behind the OpenAI API');
+
+  library
+    .command('list')
+    .description('the GGUF files in MODELS_DIR with name, size, architecture, parameters, quantization, context and licence')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const res = await clientFromEnv().request<CatalogJson>('GET', '/api/v1/library');
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(res, null, 2) + '\n');
+        return;
+      }
+      const rows = res.models.map((m) => [
+        m.name,
+        m.file,
+        human(m.size_bytes, 'B', 1024),
+        m.architecture,
+        human(m.parameters, ''),
+        m.quantization,
+        m.context_length === null ? '-' : String(m.context_length),
+        [m.license, m.license_link].filter(Boolean).join(' ') || '-',
+      ]);
+      process.stdout.write(formatTable(['NAME', 'FILE', 'SIZE', 'ARCH', 'PARAMS', 'QUANT', 'CONTEXT', 'LICENCE'], rows));
+      for (const p of res.problems) process.stderr.write(`skipped ${p.file}: ${p.error}\n`);
+    });
+
+  library
+    .command('deploy')
+    .description('load a library model under a model id')
+    .argument('<name-or-file>', 'a name or file from "platform library list"')
+    .requiredOption('--model-id <id>', 'the model id clients put in URLs and in the "model" field')
+    .option('--instance-type <type>', 'cpu or cuda', 'cpu')
+    .option('--threads <n>', 'CPU threads (default: all cores)')
+    .option('--wait', 'follow the load until the model is live')
+    .action(async (name: string, opts: { modelId: string; instanceType: string; threads?: string; wait?: boolean }) => {
+      if (opts.instanceType !== 'cpu' && opts.instanceType !== 'cuda') throw usageError('--instance-type must be cpu or cuda');
+      const client = clientFromEnv();
+      const n = threads(opts.threads);
+      const dep = await client.request<DeploymentJson>('POST', '/api/v1/library/deployments', {
+        body: { name, model_id: opts.modelId, instance_type: opts.instanceType, ...(n !== undefined ? { threads: n } : {}) },
+      });
+      process.stdout.write(`${dep.model_id}\n`);
+      if (opts.wait) await follow(client, dep.model_id, (d) => d.status === 'LIVE');
+    });
+
+  library
+    .command('undeploy')
+    .description('unload a library model and free its memory')
+    .argument('<model-id>')
+    .action(async (id: string) => {
+      await clientFromEnv().request('DELETE', `/api/v1/library/deployments/${encodeURIComponent(id)}`);
+      process.stdout.write(`undeployed ${id}\n`);
+    });
+
+  models
+    .command('set-instance-type')
+    .description('move a live library model to another instance type; traffic switches when the new one is ready')
+    .argument('<model-id>')
+    .argument('<type>', 'cpu or cuda')
+    .option('--threads <n>', 'CPU threads of the new instance')
+    .option('--wait', 'follow the change until traffic has switched')
+    .action(async (id: string, type: string, opts: { threads?: string; wait?: boolean }) => {
+      if (type !== 'cpu' && type !== 'cuda') throw usageError('the instance type must be cpu or cuda');
+      const client = clientFromEnv();
+      const n = threads(opts.threads);
+      await client.request('PUT', `/api/v1/library/deployments/${encodeURIComponent(id)}/instance-type`, { body: { instance_type: type, ...(n !== undefined ? { threads: n } : {}) } });
+      if (opts.wait) await follow(client, id, (d) => d.pending_instance_type === null && d.instance_type === type);
+      process.stdout.write(`${id}: ${type}\n`);
+    });
+}

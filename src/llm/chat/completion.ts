@@ -1,0 +1,119 @@
+// One completion on a loaded model: prompt tokens in, text deltas out (detokenized as a stream,
+// stop strings held back), with the timings the metrics need. Shared by the chat and legacy
+// completion routes, streaming or not.
+import { ApiError, invalidArgument, unavailable } from '../../errors.js';
+import { ContextLengthError, LlmEngineError, OverloadedError, type Generation } from '../engine/index.js';
+import { StreamDecoder } from '../tokenizer/index.js';
+import type { LlmInstance } from '../library/instance.js';
+import type { SamplingParams } from './params.js';
+import { StopMatcher } from './stop-strings.js';
+
+export interface CompletionResult {
+  finishReason: 'stop' | 'length';
+  promptTokens: number;
+  completionTokens: number;
+  /** From the request's arrival to the first generated token. */
+  ttftMs: number | null;
+  /** Mean gap between generated tokens after the first. */
+  tpotMs: number | null;
+  queuedMs: number;
+}
+
+/** Engine errors as HTTP errors: full queue 429, oversized prompt 400, unloaded 503. */
+export function engineError(err: unknown): unknown {
+  if (err instanceof OverloadedError) return new ApiError('overloaded', `the model is overloaded: ${err.message}; retry shortly`, null, { 'retry-after': '1' });
+  if (err instanceof ContextLengthError) return invalidArgument(err.message, 'messages');
+  if (err instanceof LlmEngineError && err.code === 'unloaded') return unavailable('the model is being unloaded or replaced; retry');
+  return err;
+}
+
+export class Completion {
+  private readonly generation: Generation;
+  private readonly arrived: number;
+  private firstTokenAt: number | null = null;
+  private lastTokenAt: number | null = null;
+  private count = 0;
+  private stoppedByString = false;
+
+  /** Starts generating at once (so that queueing starts now); iterate `text()` for the deltas. */
+  constructor(
+    private readonly instance: LlmInstance,
+    private readonly promptTokens: number[],
+    private readonly params: SamplingParams,
+    arrivedAt: number,
+    /** The text starts here (an empty prompt): drop the SentencePiece space before the first word. */
+    private readonly startOfText = false,
+  ) {
+    this.arrived = arrivedAt;
+    const context = instance.info.contextLength;
+    if (promptTokens.length >= context) {
+      throw invalidArgument(`the prompt has ${promptTokens.length} tokens; the model's context is ${context} tokens, prompt and completion together`, 'messages');
+    }
+    if (params.maxTokens !== undefined && promptTokens.length + params.maxTokens > context) {
+      throw invalidArgument(
+        `the model's context is ${context} tokens, but ${promptTokens.length + params.maxTokens} were requested (${promptTokens.length} in the prompt, ${params.maxTokens} for the completion); lower max_tokens`,
+        'max_tokens',
+      );
+    }
+    try {
+      this.generation = instance.model.generate(promptTokens, {
+        maxTokens: params.maxTokens ?? context - promptTokens.length,
+        temperature: params.temperature,
+        topK: params.topK,
+        topP: params.topP,
+        minP: params.minP,
+        ...(params.seed !== undefined ? { seed: params.seed } : {}),
+        frequencyPenalty: params.frequencyPenalty,
+        presencePenalty: params.presencePenalty,
+      });
+    } catch (err) {
+      throw engineError(err);
+    }
+  }
+
+  /** Text deltas, never splitting a character or leaking part of a stop string. */
+  async *text(): AsyncGenerator<string, CompletionResult> {
+    const decoder = new StreamDecoder(this.instance.tokenizer, { startOfText: this.startOfText });
+    const stops = new StopMatcher(this.params.stop);
+    try {
+      for await (const { token } of this.generation) {
+        const now = performance.now();
+        this.firstTokenAt ??= now;
+        this.lastTokenAt = now;
+        this.count++;
+        const { emit, stopped } = stops.push(decoder.push(token));
+        if (emit) yield emit;
+        if (stopped) {
+          this.stoppedByString = true;
+          break;
+        }
+      }
+      if (!this.stoppedByString) {
+        const rest = stops.push(decoder.flush());
+        const tail = rest.emit + (rest.stopped ? '' : stops.flush());
+        if (rest.stopped) this.stoppedByString = true;
+        if (tail) yield tail;
+      }
+    } catch (err) {
+      throw engineError(err);
+    } finally {
+      // Leaving early (a stop string, a disconnect) cancels the sequence and frees its cache.
+      this.generation.cancel();
+    }
+    const result = await this.generation.result.catch((err: unknown) => {
+      throw engineError(err);
+    });
+    return {
+      finishReason: this.stoppedByString || result.finishReason !== 'length' ? 'stop' : 'length',
+      promptTokens: this.promptTokens.length,
+      completionTokens: this.count,
+      ttftMs: this.firstTokenAt === null ? null : this.firstTokenAt - this.arrived,
+      tpotMs: this.count > 1 && this.firstTokenAt !== null && this.lastTokenAt !== null ? (this.lastTokenAt - this.firstTokenAt) / (this.count - 1) : null,
+      queuedMs: result.timings.queuedMs,
+    };
+  }
+
+  cancel(): void {
+    this.generation.cancel();
+  }
+}

@@ -1,0 +1,129 @@
+// The OpenAI request fields we support, checked and normalised: numbers may arrive as strings
+// ("0.7", as SPEC.md's reference request sends them); a field the engine does not implement is
+// refused by name rather than silently ignored; unknown fields are ignored (DESIGN.md section 3).
+import { invalidArgument } from '../../errors.js';
+import type { ChatMessage } from './template.js';
+
+export interface SamplingParams {
+  maxTokens: number | undefined;
+  temperature: number;
+  topP: number;
+  topK: number;
+  minP: number;
+  seed: number | undefined;
+  frequencyPenalty: number;
+  presencePenalty: number;
+  stop: string[];
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+type Body = Record<string, unknown>;
+
+/** Fields an OpenAI client may send that this engine does not implement. */
+const UNSUPPORTED: Array<[string, (v: unknown) => boolean]> = [
+  ['tools', (v) => v !== undefined && !(Array.isArray(v) && v.length === 0)],
+  ['tool_choice', (v) => v !== undefined && v !== 'none'],
+  ['functions', (v) => v !== undefined],
+  ['function_call', (v) => v !== undefined && v !== 'none'],
+  ['n', (v) => v !== undefined && Number(v) !== 1],
+  ['best_of', (v) => v !== undefined && Number(v) !== 1],
+  ['logprobs', (v) => v !== undefined && v !== false && v !== null],
+  ['top_logprobs', (v) => v !== undefined && v !== null && Number(v) !== 0],
+  ['logit_bias', (v) => v !== undefined && v !== null && Object.keys(v as object).length > 0],
+  ['echo', (v) => v === true],
+  ['suffix', (v) => v !== undefined && v !== null && v !== ''],
+  ['response_format', (v) => v !== undefined && v !== null && (v as { type?: unknown }).type !== 'text'],
+  ['audio', (v) => v !== undefined && v !== null],
+  ['modalities', (v) => Array.isArray(v) && v.some((m) => m !== 'text')],
+  ['prediction', (v) => v !== undefined && v !== null],
+  ['parallel_tool_calls', (v) => v === true],
+];
+
+function number(body: Body, field: string, min: number, max: number, integer = false): number | undefined {
+  const raw = body[field];
+  if (raw === undefined || raw === null) return undefined;
+  let value: number;
+  if (typeof raw === 'number') value = raw;
+  else if (typeof raw === 'string' && raw.trim() !== '' && !Number.isNaN(Number(raw))) value = Number(raw);
+  else throw invalidArgument(`${field} must be a number, got ${JSON.stringify(raw)}`, field);
+  if (!Number.isFinite(value) || value < min || value > max) throw invalidArgument(`${field} must be between ${min} and ${max}, got ${value}`, field);
+  if (integer && !Number.isInteger(value)) throw invalidArgument(`${field} must be an integer, got ${value}`, field);
+  return value;
+}
+
+function bool(body: Body, field: string): boolean | undefined {
+  const raw = body[field];
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw === 'boolean') return raw;
+  if (raw === 'true' || raw === 'false') return raw === 'true';
+  throw invalidArgument(`${field} must be true or false`, field);
+}
+
+export function refuseUnsupported(body: Body): void {
+  for (const [field, used] of UNSUPPORTED) {
+    if (used(body[field])) throw invalidArgument(`${field} is not supported by this server`, field);
+  }
+}
+
+export function samplingParams(body: Body): SamplingParams {
+  refuseUnsupported(body);
+  const maxCompletion = number(body, 'max_completion_tokens', 1, 2 ** 30, true);
+  const maxTokens = number(body, 'max_tokens', 1, 2 ** 30, true) ?? maxCompletion;
+  let stop: string[] = [];
+  const rawStop = body.stop;
+  if (typeof rawStop === 'string') stop = [rawStop];
+  else if (Array.isArray(rawStop)) {
+    if (rawStop.length > 16) throw invalidArgument('stop takes at most 16 strings', 'stop');
+    rawStop.forEach((s, i) => {
+      if (typeof s !== 'string') throw invalidArgument(`stop[${i}] must be a string`, `stop[${i}]`);
+    });
+    stop = rawStop as string[];
+  } else if (rawStop !== undefined && rawStop !== null) throw invalidArgument('stop must be a string or an array of strings', 'stop');
+  stop = stop.filter((s) => s.length > 0);
+  const options = body.stream_options;
+  if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
+    throw invalidArgument('stream_options must be an object', 'stream_options');
+  }
+  const includeUsage = options ? bool(options as Body, 'include_usage') ?? false : false;
+  const stream = bool(body, 'stream') ?? false;
+  if (includeUsage && !stream) throw invalidArgument('stream_options is only allowed when stream is true', 'stream_options');
+  return {
+    maxTokens,
+    temperature: number(body, 'temperature', 0, 2) ?? 1,
+    topP: number(body, 'top_p', 0, 1) ?? 1,
+    topK: number(body, 'top_k', 0, 1_000_000, true) ?? 0,
+    minP: number(body, 'min_p', 0, 1) ?? 0,
+    seed: number(body, 'seed', 0, Number.MAX_SAFE_INTEGER, true),
+    frequencyPenalty: number(body, 'frequency_penalty', -2, 2) ?? 0,
+    presencePenalty: number(body, 'presence_penalty', -2, 2) ?? 0,
+    stop,
+    stream,
+    includeUsage,
+  };
+}
+
+/** `messages` as the template takes them; text parts of multi-part contents are joined. */
+export function chatMessages(raw: unknown): ChatMessage[] {
+  if (!Array.isArray(raw) || raw.length === 0) throw invalidArgument('messages must be a non-empty array', 'messages');
+  return raw.map((m: unknown, i) => {
+    const at = `messages[${i}]`;
+    if (typeof m !== 'object' || m === null) throw invalidArgument(`${at} must be an object with role and content`, at);
+    const { role, content } = m as { role?: unknown; content?: unknown };
+    if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'developer') {
+      throw invalidArgument(`${at}.role must be "system", "user" or "assistant", got ${JSON.stringify(role)}`, `${at}.role`);
+    }
+    let text: string;
+    if (typeof content === 'string') text = content;
+    else if (Array.isArray(content)) {
+      text = content
+        .map((part: unknown, j) => {
+          const p = part as { type?: unknown; text?: unknown };
+          if (p?.type !== 'text' || typeof p.text !== 'string') throw invalidArgument(`${at}.content[${j}] must be a text part; this model reads text only`, `${at}.content[${j}]`);
+          return p.text;
+        })
+        .join('');
+    } else throw invalidArgument(`${at}.content must be a string`, `${at}.content`);
+    return { role: role === 'developer' ? 'system' : role, content: text };
+  });
+}

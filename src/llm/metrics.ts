@@ -1,0 +1,123 @@
+// The four library-model metrics of SPEC.md over a 5-minute window (requests per minute, output
+// tokens per second, time to first token, time per output token; each latency as mean, p50 and
+// p99), and the Prometheus series behind /metrics, named in the spirit of vLLM's `vllm:*`.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { LlmModelStats } from './engine/index.js';
+
+export const WINDOW_MS = 5 * 60 * 1000;
+
+interface Sample {
+  at: number;
+  completionTokens: number;
+  ttftMs: number | null;
+  tpotMs: number | null;
+}
+
+export interface LatencySummary {
+  mean: number | null;
+  p50: number | null;
+  p99: number | null;
+}
+
+export interface LibraryMetrics {
+  model_id: string;
+  window_seconds: number;
+  requests_5m: number;
+  throughput_rpm_5m: number;
+  token_throughput_tps: number;
+  time_to_first_token_ms: LatencySummary;
+  time_per_output_token_ms: LatencySummary;
+}
+
+function summary(values: number[]): LatencySummary {
+  if (values.length === 0) return { mean: null, p50: null, p99: null };
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+  return { mean: sorted.reduce((a, b) => a + b, 0) / sorted.length, p50: at(50), p99: at(99) };
+}
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 10, 30];
+
+export class LlmMetrics {
+  /** Arrival times of requests, and finished requests' figures, per model. */
+  private readonly arrivals = new Map<string, number[]>();
+  private readonly samples = new Map<string, Sample[]>();
+  private readonly prom;
+
+  constructor(
+    registry: Registry,
+    /** Engine stats of each live model, read when /metrics is scraped. */
+    liveStats: () => Array<{ modelId: string; stats: LlmModelStats }>,
+    private readonly clock: () => number = Date.now,
+  ) {
+    const labelNames = ['model'] as const;
+    this.prom = {
+      requests: new Counter({ name: 'platform:request_success_total', help: 'Finished LLM requests by finish reason', labelNames: ['model', 'finished_reason'] as const, registers: [registry] }),
+      promptTokens: new Counter({ name: 'platform:prompt_tokens_total', help: 'Prompt tokens processed', labelNames, registers: [registry] }),
+      generationTokens: new Counter({ name: 'platform:generation_tokens_total', help: 'Tokens generated', labelNames, registers: [registry] }),
+      ttft: new Histogram({ name: 'platform:time_to_first_token_seconds', help: 'Request arrival to first generated token', labelNames, buckets: LATENCY_BUCKETS, registers: [registry] }),
+      tpot: new Histogram({ name: 'platform:time_per_output_token_seconds', help: 'Mean gap between generated tokens of a request', labelNames, buckets: LATENCY_BUCKETS, registers: [registry] }),
+      queue: new Histogram({ name: 'platform:request_queue_time_seconds', help: 'Time a request waited for admission', labelNames, buckets: LATENCY_BUCKETS, registers: [registry] }),
+    };
+    const gauge = (name: string, help: string, read: (s: LlmModelStats) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const { modelId, stats } of liveStats()) this.set({ model: modelId }, read(stats));
+        },
+      });
+    gauge('platform:num_requests_running', 'Sequences in the running batch', (s) => s.running);
+    gauge('platform:num_requests_waiting', 'Requests waiting for admission', (s) => s.waiting);
+    gauge('platform:kv_cache_usage_perc', 'Fraction of KV cache blocks in use', (s) => (s.kvBlocksTotal > 0 ? s.kvBlocksUsed / s.kvBlocksTotal : 0));
+  }
+
+  requestArrived(modelId: string): void {
+    const list = this.arrivals.get(modelId) ?? [];
+    list.push(this.clock());
+    this.arrivals.set(modelId, this.trim(list, (t) => t));
+  }
+
+  requestFinished(modelId: string, r: { finishReason: string; promptTokens: number; completionTokens: number; ttftMs: number | null; tpotMs: number | null; queuedMs: number }): void {
+    const list = this.samples.get(modelId) ?? [];
+    list.push({ at: this.clock(), completionTokens: r.completionTokens, ttftMs: r.ttftMs, tpotMs: r.tpotMs });
+    this.samples.set(modelId, this.trim(list, (s) => s.at));
+    const labels = { model: modelId };
+    this.prom.requests.inc({ model: modelId, finished_reason: r.finishReason });
+    this.prom.promptTokens.inc(labels, r.promptTokens);
+    this.prom.generationTokens.inc(labels, r.completionTokens);
+    if (r.ttftMs !== null) this.prom.ttft.observe(labels, r.ttftMs / 1000);
+    if (r.tpotMs !== null) this.prom.tpot.observe(labels, r.tpotMs / 1000);
+    this.prom.queue.observe(labels, r.queuedMs / 1000);
+  }
+
+  forget(modelId: string): void {
+    this.arrivals.delete(modelId);
+    this.samples.delete(modelId);
+  }
+
+  summary(modelId: string): LibraryMetrics {
+    const arrivals = this.trim(this.arrivals.get(modelId) ?? [], (t) => t);
+    const samples = this.trim(this.samples.get(modelId) ?? [], (s) => s.at);
+    const tokens = samples.reduce((n, s) => n + s.completionTokens, 0);
+    return {
+      model_id: modelId,
+      window_seconds: WINDOW_MS / 1000,
+      requests_5m: arrivals.length,
+      throughput_rpm_5m: arrivals.length / 5,
+      token_throughput_tps: tokens / (WINDOW_MS / 1000),
+      time_to_first_token_ms: summary(samples.flatMap((s) => (s.ttftMs === null ? [] : [s.ttftMs]))),
+      time_per_output_token_ms: summary(samples.flatMap((s) => (s.tpotMs === null ? [] : [s.tpotMs]))),
+    };
+  }
+
+  private trim<T>(list: T[], at: (x: T) => number): T[] {
+    const since = this.clock() - WINDOW_MS;
+    let drop = 0;
+    while (drop < list.length && at(list[drop]!) < since) drop++;
+    return drop === 0 ? list : list.slice(drop);
+  }
+}

@@ -1,0 +1,268 @@
+// The vocabulary as llama.cpp's llama_vocab::impl::load builds it from `tokenizer.ggml.*`: token
+// texts, scores and attributes, the special token ids with llama.cpp's per-model defaults, the
+// add-BOS/EOS and space-prefix flags, BPE merge ranks, the end-of-generation set, and the list of
+// special tokens that `parseSpecial` looks for in text. Every rule here changes token ids or
+// decoded text somewhere, so each one follows llama.cpp (named in the comments), including its
+// text-based detection of control tokens.
+
+import { GgufError } from '../gguf/errors.js';
+import type { GgufMetadata } from '../gguf/metadata.js';
+import { TokenizerError } from './errors.js';
+import { preTokenizer, supportedPreTokenizers, type PreTokenizer } from './pre-tokenizers.js';
+import { utf8Length } from './unicode.js';
+
+/** llama_token_attr bits. */
+export const TokenAttr = {
+  UNDEFINED: 0,
+  UNKNOWN: 1 << 0,
+  UNUSED: 1 << 1,
+  NORMAL: 1 << 2,
+  CONTROL: 1 << 3,
+  USER_DEFINED: 1 << 4,
+  BYTE: 1 << 5,
+} as const;
+
+/** GGUF token types (tokenizer.ggml.token_type) to attributes. */
+const TYPE_TO_ATTR: Record<number, number> = {
+  0: TokenAttr.UNDEFINED,
+  1: TokenAttr.NORMAL,
+  2: TokenAttr.UNKNOWN,
+  3: TokenAttr.CONTROL,
+  4: TokenAttr.USER_DEFINED,
+  5: TokenAttr.UNUSED,
+  6: TokenAttr.BYTE,
+};
+
+/** No token (LLAMA_TOKEN_NULL). */
+export const NO_TOKEN = -1;
+
+export type TokenizerModel = 'llama' | 'gpt2';
+
+export interface Vocab {
+  model: TokenizerModel;
+  /** `tokenizer.ggml.pre` as written ('' when absent). */
+  preName: string;
+  /** The byte-level BPE pre-tokenizer (gpt2 only). */
+  pre: PreTokenizer | null;
+  tokens: readonly string[];
+  scores: Float32Array;
+  attrs: Uint8Array;
+  tokenToId: ReadonlyMap<string, number>;
+  /** BPE merge ranks keyed "left right" (gpt2 only). */
+  bpeRanks: ReadonlyMap<string, number>;
+  bos: number;
+  eos: number;
+  eot: number;
+  unk: number;
+  pad: number;
+  eog: ReadonlySet<number>;
+  addBos: boolean;
+  addEos: boolean;
+  /** SentencePiece: a space is put before the text (and removed again when decoding). */
+  addSpacePrefix: boolean;
+  /** Decoding removes spaces before punctuation (llama.cpp's clean_spaces). */
+  cleanSpaces: boolean;
+  ignoreMerges: boolean;
+  /** Control, user-defined and unknown tokens, longest text first: what special-token parsing looks for. */
+  specialTokens: readonly number[];
+}
+
+const K = (name: string) => `tokenizer.ggml.${name}`;
+
+// Texts llama.cpp treats as control tokens whatever the file says (llama-vocab.cpp: "auto-detect
+// special tokens by text"), and those that also end generation.
+const EOT_TEXTS = ['<|eot_id|>', '<|im_end|>', '<|end|>', '<end_of_turn>', '<|endoftext|>', '<|end_of_text|>', '<EOT>', '_<EOT>', '[EOT]', '<｜end▁of▁sentence｜>', '<end_of_utterance>'];
+const EOM_TEXTS = ['<|eom_id|>'];
+const FIM_TEXTS = {
+  pre: ['<|fim_prefix|>', '<fim-prefix>', '<fim_prefix>', '<｜fim▁begin｜>', '<PRE>', '▁<PRE>', '<|code_prefix|>', '<|prefix|>'],
+  suf: ['<|fim_suffix|>', '<fim-suffix>', '<fim_suffix>', '<｜fim▁hole｜>', '<SUF>', '▁<SUF>', '<|code_suffix|>', '<|suffix|>'],
+  mid: ['<|fim_middle|>', '<fim-middle>', '<fim_middle>', '<｜fim▁end｜>', '<MID>', '▁<MID>', '<|code_middle|>', '<|middle|>'],
+  pad: ['<|fim_pad|>', '<fim-pad>', '<fim_pad>', '<PAD>', '[PAD]'],
+  rep: ['<|fim_repo|>', '<|repo_name|>', '<fim-repo>', '<REPO>', '<reponame>'],
+  sep: ['<|file_sep|>'],
+};
+const EOG_TEXTS = [
+  '<|eot_id|>', '<|im_end|>', '<|end|>', '<|return|>', '<|call|>', '<|flush|>', '<|calls|>', '<end_of_turn>', '<|endoftext|>',
+  '</s>', '<|eom_id|>', '<EOT>', '_<EOT>', '[EOT]', '[EOS]', '<|end_of_text|>', '<end_of_utterance>', '<eos>', '<turn|>',
+  '<|tool_response>', '<｜end▁of▁sentence｜>', '[e~[',
+];
+/** gpt-oss channel markers that llama.cpp always renders (forced to user-defined). */
+const ALWAYS_RENDERED = ['<|channel|>', '<|message|>', '<|start|>', '<|constrain|>'];
+
+/** Converts metadata type errors into tokenizer errors (the caller sees one error class). */
+function meta<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (e) {
+    if (e instanceof GgufError) throw new TokenizerError(e.message);
+    throw e;
+  }
+}
+
+export function loadVocab(m: GgufMetadata): Vocab {
+  const modelName = meta(() => m.optString(K('model')));
+  if (modelName === undefined) throw new TokenizerError('the GGUF has no tokenizer: tokenizer.ggml.model is missing');
+  if (modelName !== 'llama' && modelName !== 'gpt2') {
+    throw new TokenizerError(`unsupported tokenizer.ggml.model "${modelName}" (supported: llama, gpt2)`);
+  }
+  const model: TokenizerModel = modelName;
+  const preName = meta(() => m.optString(K('pre'))) ?? '';
+
+  // Per-model defaults (impl::load), before the file's keys override them.
+  let bos: number, eos: number, unk: number;
+  let addBos: boolean, addSpacePrefix: boolean, cleanSpaces: boolean, ignoreMerges: boolean;
+  let pre: PreTokenizer | null = null;
+  if (model === 'llama') {
+    [bos, eos, unk] = [1, 2, 0];
+    addBos = true;
+    addSpacePrefix = true;
+    cleanSpaces = false;
+    ignoreMerges = false;
+  } else {
+    [bos, eos, unk] = [11, 11, NO_TOKEN];
+    pre = preTokenizer(preName) ?? null;
+    if (!pre) {
+      throw new TokenizerError(
+        `unsupported tokenizer.ggml.pre "${preName}" (supported: ${supportedPreTokenizers().join(', ')})`,
+      );
+    }
+    addBos = pre.addBos;
+    addSpacePrefix = false;
+    cleanSpaces = pre.cleanSpaces;
+    ignoreMerges = pre.ignoreMerges;
+  }
+  let addEos = false;
+  addSpacePrefix = meta(() => m.optBool(K('add_space_prefix'))) ?? addSpacePrefix;
+
+  const tokensIn = meta(() => m.optStringArray(K('tokens')));
+  if (!tokensIn) throw new TokenizerError('the GGUF has no vocabulary: tokenizer.ggml.tokens is missing');
+  const n = tokensIn.length;
+  if (n === 0) throw new TokenizerError('tokenizer.ggml.tokens is empty');
+
+  const scoresIn = meta(() => m.optArray<Float32Array | Int32Array>(K('scores'), ['FLOAT32', 'INT32']));
+  if (scoresIn && scoresIn.length < n) throw new TokenizerError(`tokenizer.ggml.scores has ${scoresIn.length} entries for ${n} tokens`);
+  const typesIn = meta(() => m.optArray<Int32Array>(K('token_type'), ['INT32']));
+  if (typesIn && typesIn.length < n) throw new TokenizerError(`tokenizer.ggml.token_type has ${typesIn.length} entries for ${n} tokens`);
+
+  const tokens: string[] = new Array<string>(n);
+  const scores = new Float32Array(n);
+  const attrs = new Uint8Array(n);
+  const tokenToId = new Map<string, number>();
+  for (let i = 0; i < n; i++) {
+    // An empty entry would be unreachable and ambiguous; llama.cpp renames it the same way.
+    const text = tokensIn[i] === '' ? `[EMPTY_${i}]` : tokensIn[i]!;
+    tokens[i] = text;
+    tokenToId.set(text, i); // a duplicate text maps to its last id, as in llama.cpp
+    scores[i] = scoresIn ? scoresIn[i]! : 0;
+    attrs[i] = typesIn ? (TYPE_TO_ATTR[typesIn[i]!] ?? TokenAttr.UNDEFINED) : TokenAttr.NORMAL;
+  }
+
+  const bpeRanks = new Map<string, number>();
+  if (model === 'gpt2') {
+    const merges = meta(() => m.optStringArray(K('merges')));
+    if (!merges) throw new TokenizerError('tokenizer.ggml.merges is missing (a gpt2 tokenizer needs its BPE merges)');
+    for (let i = 0; i < merges.length; i++) {
+      const merge = merges[i]!;
+      const space = merge.indexOf(' ', 1);
+      if (space < 0) throw new TokenizerError(`tokenizer.ggml.merges[${i}] "${merge}" is not two tokens separated by a space`);
+      const left = merge.slice(0, space);
+      const right = merge.slice(space + 1);
+      for (const part of [left, right]) {
+        if (!tokenToId.has(part)) throw new TokenizerError(`tokenizer.ggml.merges[${i}] "${merge}" names "${part}", which is not in the vocabulary`);
+      }
+      if (!bpeRanks.has(merge)) bpeRanks.set(merge, i); // the first rank wins (unordered_map::emplace)
+    }
+  }
+
+  // Special ids: defaults out of range are disabled; a key in range replaces the default.
+  const idKey = (name: string, fallback: number): number => {
+    let id = fallback >= n ? NO_TOKEN : fallback;
+    const v = meta(() => m.optInteger(K(name)));
+    if (v !== undefined && v >= 0 && v < n) id = v;
+    return id;
+  };
+  bos = idKey('bos_token_id', bos);
+  eos = idKey('eos_token_id', eos);
+  let eot = idKey('eot_token_id', NO_TOKEN);
+  let eom = idKey('eom_token_id', NO_TOKEN);
+  unk = idKey('unknown_token_id', unk);
+  const pad = idKey('padding_token_id', NO_TOKEN);
+  const fim = {
+    // the deprecated keys come later in llama.cpp's list, so they win
+    pre: idKey('prefix_token_id', idKey('fim_pre_token_id', NO_TOKEN)),
+    suf: idKey('suffix_token_id', idKey('fim_suf_token_id', NO_TOKEN)),
+    mid: idKey('middle_token_id', idKey('fim_mid_token_id', NO_TOKEN)),
+    pad: idKey('fim_pad_token_id', NO_TOKEN),
+    rep: idKey('fim_rep_token_id', NO_TOKEN),
+    sep: idKey('fim_sep_token_id', NO_TOKEN),
+  };
+
+  addBos = meta(() => m.optBool(K('add_bos_token'))) ?? addBos;
+  addEos = meta(() => m.optBool(K('add_eos_token'))) ?? addEos;
+  if (addBos && bos === NO_TOKEN) throw new TokenizerError('tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set');
+  if (addEos && eos === NO_TOKEN) throw new TokenizerError('tokenizer.ggml.add_eos_token is true, but tokenizer.ggml.eos_token_id is not set');
+
+  // Text-based detection. llama.cpp takes the first match in hash order when several texts
+  // qualify; the lowest id is the deterministic stand-in (it only matters for odd vocabularies).
+  const find = (texts: readonly string[]): number => {
+    let best = NO_TOKEN;
+    for (const t of texts) {
+      const id = tokenToId.get(t);
+      if (id !== undefined && (best === NO_TOKEN || id < best)) best = id;
+    }
+    return best;
+  };
+  const markControl = (id: number) => {
+    if (id !== NO_TOKEN) attrs[id]! |= TokenAttr.CONTROL;
+  };
+  if (eot === NO_TOKEN) markControl((eot = find(EOT_TEXTS)));
+  if (eom === NO_TOKEN) markControl((eom = find(EOM_TEXTS)));
+  for (const k of ['pre', 'suf', 'mid', 'pad', 'rep', 'sep'] as const) {
+    if (fim[k] === NO_TOKEN) markControl((fim[k] = find(FIM_TEXTS[k])));
+  }
+
+  const eog = new Set<number>();
+  for (const id of [fim.pad, fim.rep, fim.sep]) if (id !== NO_TOKEN) eog.add(id);
+  for (const t of EOG_TEXTS) {
+    const id = tokenToId.get(t);
+    if (id !== undefined) {
+      eog.add(id);
+      markControl(id);
+    }
+  }
+  for (const t of ALWAYS_RENDERED) {
+    const id = tokenToId.get(t);
+    if (id !== undefined) attrs[id] = TokenAttr.USER_DEFINED;
+  }
+  for (const id of [eos, eot, eom]) if (id !== NO_TOKEN) eog.add(id);
+
+  const specialTokens: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (attrs[i]! & (TokenAttr.CONTROL | TokenAttr.USER_DEFINED | TokenAttr.UNKNOWN)) specialTokens.push(i);
+  }
+  const bytes = new Map(specialTokens.map((id) => [id, utf8Length(tokens[id]!)]));
+  specialTokens.sort((a, b) => bytes.get(b)! - bytes.get(a)! || a - b);
+
+  return {
+    model,
+    preName,
+    pre,
+    tokens,
+    scores,
+    attrs,
+    tokenToId,
+    bpeRanks,
+    bos,
+    eos,
+    eot,
+    unk,
+    pad,
+    eog,
+    addBos,
+    addEos,
+    addSpacePrefix,
+    cleanSpaces,
+    ignoreMerges,
+    specialTokens,
+  };
+}

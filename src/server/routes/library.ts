@@ -1,0 +1,129 @@
+// The model library: the GGUF catalogue of MODELS_DIR, and deploying, re-typing and undeploying
+// library models. Loading is asynchronous: deploy answers 202 and the status goes PENDING ->
+// DEPLOYING -> LIVE (or FAILED with the reason); an instance-type change answers 202 and the
+// record shows `pending_instance_type` until traffic has switched.
+import type { FastifyPluginAsync } from 'fastify';
+import type { LibraryDeployment, LibraryService } from '../../llm/library/service.js';
+import type { InstanceType } from '../../llm/library/instance.js';
+import { MODEL_ID_PATTERN } from '../../realtime/names.js';
+import { responses } from '../schemas.js';
+
+const deploymentSchema = {
+  type: 'object',
+  properties: {
+    model_id: { type: 'string' },
+    name: { type: 'string' },
+    file: { type: 'string' },
+    license: { type: ['string', 'null'] },
+    license_link: { type: ['string', 'null'] },
+    instance_type: { type: 'string' },
+    threads: { type: ['integer', 'null'] },
+    pending_instance_type: { type: ['string', 'null'] },
+    last_instance_error: { type: ['string', 'null'] },
+    status: { type: 'string' },
+    reason: { type: ['string', 'null'] },
+    created_at: { type: 'integer' },
+    updated_at: { type: 'integer' },
+  },
+} as const;
+
+const modelParams = { type: 'object', required: ['model_id'], properties: { model_id: { type: 'string', maxLength: 64 } } } as const;
+const instanceSchema = {
+  instance_type: { type: 'string', enum: ['cpu', 'cuda'] },
+  threads: { type: 'integer', minimum: 1, maximum: 1024 },
+} as const;
+
+export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = async (app, { library }) => {
+  const json = (d: LibraryDeployment) => ({
+    model_id: d.modelId,
+    name: d.name,
+    file: d.file,
+    license: d.license,
+    license_link: d.licenseLink,
+    instance_type: d.instanceType,
+    threads: d.threads,
+    pending_instance_type: library.pendingInstance.get(d.modelId) ?? null,
+    last_instance_error: library.instanceErrors.get(d.modelId) ?? null,
+    status: d.status,
+    reason: d.reason,
+    created_at: d.createdAt,
+    updated_at: d.updatedAt,
+  });
+
+  app.get('/api/v1/library', { schema: { response: responses({ 200: { type: 'object', additionalProperties: true } }) } }, async () => {
+    const { models, problems } = await library.catalog();
+    return {
+      models: models.map((m) => ({
+        name: m.name,
+        file: m.file,
+        size_bytes: m.sizeBytes,
+        architecture: m.architecture,
+        parameters: m.parameters,
+        quantization: m.quantization,
+        context_length: m.contextLength,
+        license: m.license,
+        license_link: m.licenseLink,
+        chat_template: m.chatTemplate,
+      })),
+      problems,
+    };
+  });
+
+  app.get(
+    '/api/v1/library/deployments',
+    { schema: { response: responses({ 200: { type: 'object', properties: { deployments: { type: 'array', items: deploymentSchema } } } }) } },
+    async () => ({ deployments: library.list().map(json) }),
+  );
+
+  app.post<{ Body: { name: string; model_id: string; instance_type?: InstanceType; threads?: number } }>(
+    '/api/v1/library/deployments',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['name', 'model_id'],
+          properties: { name: { type: 'string', minLength: 1, maxLength: 1024 }, model_id: { type: 'string', pattern: MODEL_ID_PATTERN }, ...instanceSchema },
+        },
+        response: responses({ 202: deploymentSchema }),
+      },
+    },
+    async (request, reply) => {
+      const { name, model_id, instance_type = 'cpu', threads } = request.body;
+      const dep = await library.deploy(name, model_id, instance_type, threads ?? null);
+      reply.code(202);
+      return json(dep);
+    },
+  );
+
+  app.get<{ Params: { model_id: string } }>(
+    '/api/v1/library/deployments/:model_id',
+    { schema: { params: modelParams, response: responses({ 200: deploymentSchema }) } },
+    async (request) => json(library.get(request.params.model_id)),
+  );
+
+  app.put<{ Params: { model_id: string }; Body: { instance_type: InstanceType; threads?: number } }>(
+    '/api/v1/library/deployments/:model_id/instance-type',
+    {
+      schema: {
+        params: modelParams,
+        body: { type: 'object', required: ['instance_type'], properties: instanceSchema },
+        response: responses({ 202: deploymentSchema }),
+      },
+    },
+    async (request, reply) => {
+      const dep = library.changeInstance(request.params.model_id, request.body.instance_type, request.body.threads ?? null);
+      reply.code(202);
+      return json(dep);
+    },
+  );
+
+  app.delete<{ Params: { model_id: string } }>(
+    '/api/v1/library/deployments/:model_id',
+    { schema: { params: modelParams, response: responses({ 204: { type: 'null' } }) } },
+    async (request, reply) => {
+      await library.undeploy(request.params.model_id);
+      reply.code(204);
+      return null;
+    },
+  );
+};
