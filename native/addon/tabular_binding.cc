@@ -120,7 +120,14 @@ Tensor read_data(const Napi::Value& data, DType type, const tabular::Shape& dims
     range_error(what + ": dims " + tabular::shape_str(dims) + " hold " + std::to_string(count) +
                 " elements but data has " + std::to_string(length));
   };
-  Tensor t(type, dims);
+  Tensor t;
+  try {
+    t = Tensor(type, dims);
+  } catch (const std::bad_alloc&) {
+    range_error(what + ": out of memory for dims " + tabular::shape_str(dims));
+  } catch (const std::exception& e) {
+    range_error(what + ": " + e.what());
+  }
   if (type == DType::kString) {
     if (!data.IsArray()) type_error(what + ": data must be an array of strings, got " + describe_type(data));
     Napi::Array a = data.As<Napi::Array>();
@@ -200,10 +207,11 @@ tabular::Shape read_dims(const Napi::Value& v, const std::string& path) {
   tabular::Shape dims(a.Length());
   for (uint32_t i = 0; i < a.Length(); ++i) {
     Napi::Value d = a.Get(i);
-    if (!d.IsNumber()) type_error(path + " must be an array of non-negative integers, got " + describe_type(d) + " at " + std::to_string(i));
+    const std::string where = " at " + std::to_string(i);
+    if (!d.IsNumber()) type_error(path + " must be an array of non-negative integers, got " + describe_type(d) + where);
     const double x = d.As<Napi::Number>().DoubleValue();
     if (!(x >= 0) || std::floor(x) != x || x > 2147483647.0) {
-      range_error(path + " must be an array of non-negative integers, got " + std::to_string(x) + " at " + std::to_string(i));
+      range_error(path + " must be an array of non-negative integers, got " + std::to_string(x) + where);
     }
     dims[i] = static_cast<int64_t>(x);
   }
@@ -347,7 +355,9 @@ std::vector<NamedTensor> read_inputs(const Napi::Value& v, const Graph& graph, c
   for (uint32_t i = 0; i < a.Length(); ++i) {
     const std::string p = fn + ": inputs[" + std::to_string(i) + "]";
     Napi::Value item = a.Get(i);
-    if (!item.IsObject() || item.IsArray()) type_error(p + " must be an object {name, dims, data}, got " + describe_type(item));
+    if (!item.IsObject() || item.IsArray()) {
+      type_error(p + " must be an object {name, dims, data}, got " + describe_type(item));
+    }
     Napi::Object o = item.As<Napi::Object>();
     const std::string name = get_string(o.Get("name"), p + ".name");
     const std::string what = fn + ": input " + quoted(name);
@@ -461,6 +471,8 @@ class RunWorker : public Napi::AsyncWorker {
       deferred_.Resolve(outputs_to_js(env, outputs_));
     } catch (const Napi::Error& e) {
       deferred_.Reject(e.Value());
+    } catch (const std::exception& e) {
+      deferred_.Reject(Napi::Error::New(env, std::string("run: ") + e.what()).Value());
     }
   }
 
@@ -518,6 +530,11 @@ class TabularModel : public Napi::ObjectWrap<TabularModel> {
       auto d = Napi::Promise::Deferred::New(env);
       d.Reject(e.Value());
       return d.Promise();
+    } catch (const std::exception& e) {
+      // Nothing native may escape to N-API (it would terminate the process).
+      auto d = Napi::Promise::Deferred::New(env);
+      d.Reject(Napi::Error::New(env, std::string("run: ") + e.what()).Value());
+      return d.Promise();
     }
   }
 
@@ -538,6 +555,10 @@ class TabularModel : public Napi::ObjectWrap<TabularModel> {
       return outputs_to_js(env, outs);
     } catch (const JsError& e) {
       throw to_js(env, e);
+    } catch (const Napi::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Napi::Error::New(env, std::string("runSync: ") + e.what());
     }
   }
 
@@ -638,6 +659,10 @@ Napi::Value tabular_compile(const Napi::CallbackInfo& info) {
     return obj;
   } catch (const JsError& e) {
     throw to_js(env, e);
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, std::string("tabularCompile: ") + e.what());
   }
 }
 

@@ -8,6 +8,9 @@
 #if PLATFORM_X86_SIMD
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
+
 #define QUANT_TARGET __attribute__((target("avx2,fma,f16c")))
 
 namespace platform::cpu {
@@ -149,7 +152,186 @@ QUANT_TARGET void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
 }
 
-const QuantKernels kAvx2{"avx2", dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k, dot_f32, f16_to_f32};
+// ---------------------------------------------------------------- activation quantization
+
+// amax / 127 and its inverse exactly as quantize_row_q8a computes them; then v * id rounded to
+// nearest even (vcvtps2dq under the default MXCSR, like lrintf) and packed with saturation.
+QUANT_TARGET inline float hmax_ps(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// 32 floats -> 32 int8 in order.
+QUANT_TARGET inline __m256i quantize32(const float* v, __m256 id) {
+  const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v), id));
+  const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 8), id));
+  const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 16), id));
+  const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 24), id));
+  const __m256i w01 = _mm256_packs_epi32(i0, i1);  // lanes interleaved by 128-bit halves
+  const __m256i w23 = _mm256_packs_epi32(i2, i3);
+  const __m256i b = _mm256_packs_epi16(w01, w23);
+  return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+QUANT_TARGET inline __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+QUANT_TARGET void quantize_q8a(const float* x, BlockQ8A* y, int64_t n) {
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const float* v = x + i * kQK;
+    __m256 m = _mm256_max_ps(abs_ps(_mm256_loadu_ps(v)), abs_ps(_mm256_loadu_ps(v + 8)));
+    m = _mm256_max_ps(m, _mm256_max_ps(abs_ps(_mm256_loadu_ps(v + 16)), abs_ps(_mm256_loadu_ps(v + 24))));
+    const float d = hmax_ps(m) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = d;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs), quantize32(v, _mm256_set1_ps(id)));
+  }
+}
+
+QUANT_TARGET void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const float* v = x + i * kQK_K;
+    __m256 m = _mm256_setzero_ps();
+    for (int l = 0; l < kQK_K; l += 8) m = _mm256_max_ps(m, abs_ps(_mm256_loadu_ps(v + l)));
+    const float d = hmax_ps(m) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = d;
+    const __m256 idv = _mm256_set1_ps(id);
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int l = 0; l < kQK_K; l += 32) {
+      const __m256i q = quantize32(v + l, idv);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs + l), q);
+      // sums of 16: pairs (maddubs with 1), then quads (madd with 1), then 4 quads per group
+      const __m256i quads = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), _mm256_set1_epi16(1));
+      alignas(32) int32_t s[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(s), quads);
+      y[i].bsums[l / 16] = static_cast<int16_t>(s[0] + s[1] + s[2] + s[3]);
+      y[i].bsums[l / 16 + 1] = static_cast<int16_t>(s[4] + s[5] + s[6] + s[7]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- exp, SiLU, attention
+
+// e^x for x in about [-87, 88] (clamped outside), Cephes' expf polynomial: ~1 ulp.
+QUANT_TARGET inline __m256 exp_ps(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+QUANT_TARGET void silu_mul(float* g, const float* u, int64_t n) {
+  int64_t i = 0;
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(g + i);
+    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+// Sums of 8 vectors: lane h of the result = horizontal sum of a[h].
+QUANT_TARGET inline __m256 hsum8(const __m256* a) {
+  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+// scores[p * nq + h0 + h] = scale * q_(h0+h) . k_p for HN heads (HN <= 8).
+template <int HN>
+QUANT_TARGET void attend_scores(int64_t len, int64_t bs, int64_t stride, const float* const* kb,
+                                const float* q, int64_t nq, int64_t h0, int64_t hd, float scale,
+                                float* scores) {
+  for (int64_t p = 0; p < len; ++p) {
+    const float* k = kb[p / bs] + (p % bs) * stride;
+    __m256 acc[8];
+    for (int h = 0; h < 8; ++h) acc[h] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < hd; i += 8) {
+      const __m256 kv = _mm256_loadu_ps(k + i);
+      for (int h = 0; h < HN; ++h) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (h0 + h) * hd + i), kv, acc[h]);
+    }
+    float* s = scores + p * nq + h0;
+    if (HN == 8) {
+      _mm256_storeu_ps(s, _mm256_mul_ps(hsum8(acc), _mm256_set1_ps(scale)));
+    } else {
+      for (int h = 0; h < HN; ++h) s[h] = hsum_ps(acc[h]) * scale;
+    }
+  }
+}
+
+QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* const* kb,
+                         const float* const* vb, const float* q, int64_t nq, int64_t hd,
+                         float scale, float* scratch, float* out) {
+  if (hd % 8 != 0 || len <= 0) {
+    quant_kernels_scalar()->attend(len, bs, stride, kb, vb, q, nq, hd, scale, scratch, out);
+    return;
+  }
+  float* s = scratch;  // [len][nq]
+  for (int64_t h0 = 0; h0 < nq; h0 += 8) {
+    switch (std::min<int64_t>(8, nq - h0)) {
+      case 8: attend_scores<8>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 7: attend_scores<7>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 6: attend_scores<6>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 5: attend_scores<5>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 4: attend_scores<4>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 3: attend_scores<3>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 2: attend_scores<2>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      default: attend_scores<1>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+    }
+  }
+  // Softmax per head (column h of s): max, exp, sum.
+  float mx[64];
+  for (int64_t c0 = 0; c0 < nq; c0 += 64) {
+    const int64_t cn = std::min<int64_t>(64, nq - c0);
+    for (int64_t h = 0; h < cn; ++h) mx[h] = -INFINITY;
+    for (int64_t p = 0; p < len; ++p)
+      for (int64_t h = 0; h < cn; ++h) mx[h] = std::max(mx[h], s[p * nq + c0 + h]);
+    for (int64_t p = 0; p < len; ++p)
+      for (int64_t h = 0; h < cn; ++h) s[p * nq + c0 + h] -= mx[h];
+  }
+  const int64_t total = len * nq;
+  int64_t e = 0;
+  for (; e + 8 <= total; e += 8) _mm256_storeu_ps(s + e, exp_ps(_mm256_loadu_ps(s + e)));
+  for (; e < total; ++e) s[e] = std::exp(s[e]);
+  for (int64_t h = 0; h < nq; ++h) {
+    float sum = 0.0f;
+    for (int64_t p = 0; p < len; ++p) sum += s[p * nq + h];
+    // Weighted values: 64 dimensions (8 accumulators) at a time.
+    const __m256 iv = _mm256_set1_ps(1.0f / sum);
+    for (int64_t i0 = 0; i0 < hd; i0 += 64) {
+      const int64_t nv = std::min<int64_t>(64, hd - i0) / 8;
+      __m256 acc[8];
+      for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
+      for (int64_t p = 0; p < len; ++p) {
+        const float* v = vb[p / bs] + (p % bs) * stride + i0;
+        const __m256 w = _mm256_broadcast_ss(s + p * nq + h);
+        if (nv == 8) {
+          for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * j), acc[j]);
+        } else {
+          for (int j = 0; j < nv; ++j) acc[j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * j), acc[j]);
+        }
+      }
+      for (int j = 0; j < nv; ++j) _mm256_storeu_ps(out + h * hd + i0 + 8 * j, _mm256_mul_ps(acc[j], iv));
+    }
+  }
+}
+
+const QuantKernels kAvx2{"avx2",       dot_q8_0,     dot_q4_0,      dot_q4_k, dot_q6_k,
+                         dot_f32,      f16_to_f32,   nullptr,       nullptr,  quantize_q8a,
+                         quantize_q8_k, attend,      silu_mul};
 
 }  // namespace
 

@@ -2,6 +2,9 @@
 // without them. Integer sums per block, one float multiply-add per block.
 #include "quant_kernels.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace platform::cpu {
 namespace {
 
@@ -101,13 +104,52 @@ void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_f32(src[i]);
 }
 
-const QuantKernels kScalar{"scalar", dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k, dot_f32, f16_to_f32};
+// Scores first (scratch[h * len + p]), then the softmax of each head, then the weighted values.
+void attend(int64_t len, int64_t bs, int64_t stride, const float* const* k_blocks,
+            const float* const* v_blocks, const float* q, int64_t nq, int64_t hd, float scale,
+            float* scratch, float* out) {
+  for (int64_t h = 0; h < nq; ++h) {
+    const float* qh = q + h * hd;
+    float* s = scratch + h * len;
+    float mx = -INFINITY;
+    for (int64_t p = 0; p < len; ++p) {
+      const float* k = k_blocks[p / bs] + (p % bs) * stride;
+      float acc = 0.0f;
+      for (int64_t i = 0; i < hd; ++i) acc += qh[i] * k[i];
+      s[p] = acc * scale;
+      mx = std::max(mx, s[p]);
+    }
+    float sum = 0.0f;
+    for (int64_t p = 0; p < len; ++p) {
+      s[p] = std::exp(s[p] - mx);
+      sum += s[p];
+    }
+    float* o = out + h * hd;
+    std::fill(o, o + hd, 0.0f);
+    for (int64_t p = 0; p < len; ++p) {
+      const float* v = v_blocks[p / bs] + (p % bs) * stride;
+      const float w = s[p] / sum;
+      for (int64_t i = 0; i < hd; ++i) o[i] += w * v[i];
+    }
+  }
+}
+
+void silu_mul(float* g, const float* u, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+const QuantKernels kScalar{"scalar",       dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k, dot_f32,
+                           f16_to_f32,     nullptr,  nullptr,  quantize_row_q8a,
+                           quantize_row_q8_k, attend, silu_mul};
 
 }  // namespace
 
 const QuantKernels* quant_kernels_scalar() { return &kScalar; }
 
 const QuantKernels& select_quant_kernels(SimdLevel level) {
+  if (clamp_simd_level(level) >= SimdLevel::kAvx512) {
+    if (const QuantKernels* k = quant_kernels_avx512()) return *k;
+  }
   if (clamp_simd_level(level) >= SimdLevel::kAvx2) {
     if (const QuantKernels* k = quant_kernels_avx2()) return *k;
   }

@@ -52,16 +52,18 @@ int64_t require_uint(const GgufFile& f, const std::string& key) {
   return static_cast<int64_t>(*v);
 }
 
-// out[n, dim] = x / rms(x) * w, per row.
-void rmsnorm(float* out, const float* x, const float* w, int64_t n, int64_t dim, float eps) {
-  for (int64_t t = 0; t < n; ++t) {
-    const float* xr = x + t * dim;
-    float* o = out + t * dim;
-    double ss = 0.0;
-    for (int64_t i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-    const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + eps));
-    for (int64_t i = 0; i < dim; ++i) o[i] = xr[i] * scale * w[i];
-  }
+// out[n, dim] = x / rms(x) * w, per row (rows split across threads when there are many).
+void rmsnorm(float* out, const float* x, const float* w, int64_t n, int64_t dim, float eps, int threads) {
+  parallel_for(0, n, n >= 16 ? threads : 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xr = x + t * dim;
+      float* o = out + t * dim;
+      double ss = 0.0;
+      for (int64_t i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+      const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + eps));
+      for (int64_t i = 0; i < dim; ++i) o[i] = xr[i] * scale * w[i];
+    }
+  });
 }
 
 void add_bias(float* x, const std::vector<float>& b, int64_t n) {
@@ -199,45 +201,34 @@ int64_t Model::scratch_bytes() const {
 }
 
 // att[t, h*hd..] = softmax(q_t,h . K[0..pos_t] / sqrt(hd)) . V[0..pos_t], causal by position,
-// each query head h reading KV head h / (n_heads / n_kv_heads).
-void Model::attention(const std::vector<BatchEntry>& batch, KvCache& kv, int64_t layer, int threads) {
+// each query head h reading KV head h / (n_heads / n_kv_heads). One task per token and KV head:
+// the group's query heads share every K and V row the kernel loads. Tasks go out longest first
+// (the last tokens of a prefill chunk see the most positions) to threads that take them from a
+// counter.
+void Model::attention(const std::vector<BatchEntry>& batch, KvCache& kv, int64_t layer, MatmulContext& mm) {
   const ModelConfig& c = cfg_;
+  const cpu::QuantKernels& k = *mm.kernels;
   const int64_t n = static_cast<int64_t>(pos_.size());
   const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads, bs = kv.block_size();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int64_t tasks = n * c.n_heads;
   int64_t work = 0;
   for (int64_t t = 0; t < n; ++t) work += (pos_[t] + 1) * hd * c.n_heads;
-  const int t_count = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, work / 16384)));
-  parallel_for(0, tasks, t_count, [&](int64_t a0, int64_t a1) {
-    std::vector<float> scores;
-    for (int64_t task = a0; task < a1; ++task) {
-      const int64_t t = task / c.n_heads, h = task % c.n_heads, g = h / group;
-      const std::vector<int32_t>& blocks = *batch[entry_of_[t]].blocks;
-      const int64_t len = pos_[t] + 1;
-      const float* q = q_.data() + (t * c.n_heads + h) * hd;
-      scores.resize(static_cast<size_t>(len));
-      float mx = -INFINITY;
-      for (int64_t p = 0; p < len; ++p) {
-        const float* k = kv.k(layer, blocks[p / bs], p % bs) + g * hd;
-        float s = 0.0f;
-        for (int64_t i = 0; i < hd; ++i) s += q[i] * k[i];
-        scores[p] = s * scale;
-        mx = std::max(mx, scores[p]);
-      }
-      float sum = 0.0f;
-      for (int64_t p = 0; p < len; ++p) {
-        scores[p] = std::exp(scores[p] - mx);
-        sum += scores[p];
-      }
-      float* out = att_.data() + (t * c.n_heads + h) * hd;
-      std::fill(out, out + hd, 0.0f);
-      for (int64_t p = 0; p < len; ++p) {
-        const float* v = kv.v(layer, blocks[p / bs], p % bs) + g * hd;
-        const float w = scores[p] / sum;
-        for (int64_t i = 0; i < hd; ++i) out[i] += w * v[i];
-      }
+  const int t_count = static_cast<int>(std::min<int64_t>(mm.threads, std::max<int64_t>(1, work / 16384)));
+  parallel_dynamic(n * c.n_kv_heads, t_count, [&](int64_t task) {
+    static thread_local std::vector<float> scratch;
+    static thread_local std::vector<const float*> kb, vb;
+    const int64_t t = n - 1 - task / c.n_kv_heads, g = task % c.n_kv_heads;
+    const std::vector<int32_t>& blocks = *batch[entry_of_[t]].blocks;
+    const int64_t len = pos_[t] + 1, nblk = (len + bs - 1) / bs;
+    kb.resize(static_cast<size_t>(nblk));
+    vb.resize(static_cast<size_t>(nblk));
+    for (int64_t b = 0; b < nblk; ++b) {
+      kb[b] = kv.k(layer, blocks[b], 0) + g * hd;
+      vb[b] = kv.v(layer, blocks[b], 0) + g * hd;
     }
+    scratch.resize(static_cast<size_t>(group * len));
+    const int64_t h0 = (t * c.n_heads + g * group) * hd;
+    k.attend(len, bs, c.kv_dim(), kb.data(), vb.data(), q_.data() + h0, group, hd, scale, scratch.data(), att_.data() + h0);
   });
 }
 
@@ -280,10 +271,13 @@ const std::vector<float>& Model::forward(const std::vector<BatchEntry>& batch, K
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
     // --- attention ---
-    rmsnorm(xb_.data(), x_.data(), L.attn_norm.data(), n, dim, c.rms_eps);  // xb[n, dim]
-    matmul(L.wq, xb_.data(), n, q_.data(), mm);  // q[n, n_heads * hd]
-    matmul(L.wk, xb_.data(), n, k_.data(), mm);  // k[n, n_kv_heads * hd]
-    matmul(L.wv, xb_.data(), n, v_.data(), mm);  // v[n, n_kv_heads * hd]
+    rmsnorm(xb_.data(), x_.data(), L.attn_norm.data(), n, dim, c.rms_eps, mm.threads);  // xb[n, dim]
+    {
+      // q[n, n_heads * hd], k[n, n_kv_heads * hd], v[n, n_kv_heads * hd]
+      const WeightMatrix* ws[] = {&L.wq, &L.wk, &L.wv};
+      float* ys[] = {q_.data(), k_.data(), v_.data()};
+      matmul_multi(ws, ys, 3, xb_.data(), n, mm);
+    }
     add_bias(q_.data(), L.bq, n);
     add_bias(k_.data(), L.bk, n);
     add_bias(v_.data(), L.bv, n);
@@ -296,18 +290,20 @@ const std::vector<float>& Model::forward(const std::vector<BatchEntry>& batch, K
       std::copy_n(&k_[t * kvd], kvd, kv.k(l, blocks[p / bs], p % bs));
       std::copy_n(&v_[t * kvd], kvd, kv.v(l, blocks[p / bs], p % bs));
     }
-    attention(batch, kv, l, mm.threads);             // att[n, n_heads * hd]
+    attention(batch, kv, l, mm);                     // att[n, n_heads * hd]
     matmul(L.wo, att_.data(), n, xb2_.data(), mm);   // xb2[n, dim]
     for (int64_t i = 0; i < n * dim; ++i) x_[i] += xb2_[i];
 
     // --- SiLU-gated feed-forward ---
-    rmsnorm(xb_.data(), x_.data(), L.ffn_norm.data(), n, dim, c.rms_eps);
-    matmul(L.w_gate, xb_.data(), n, hb_.data(), mm);  // hb[n, ff]
-    matmul(L.w_up, xb_.data(), n, hb2_.data(), mm);   // hb2[n, ff]
-    for (int64_t i = 0; i < n * ff; ++i) {
-      const float g = hb_[i];
-      hb_[i] = g / (1.0f + std::exp(-g)) * hb2_[i];
+    rmsnorm(xb_.data(), x_.data(), L.ffn_norm.data(), n, dim, c.rms_eps, mm.threads);
+    {
+      const WeightMatrix* ws[] = {&L.w_gate, &L.w_up};
+      float* ys[] = {hb_.data(), hb2_.data()};  // hb[n, ff], hb2[n, ff]
+      matmul_multi(ws, ys, 2, xb_.data(), n, mm);
     }
+    parallel_for(0, n, n >= 8 ? mm.threads : 1, [&](int64_t t0, int64_t t1) {
+      mm.kernels->silu_mul(&hb_[t0 * ff], &hb2_[t0 * ff], (t1 - t0) * ff);
+    });
     matmul(L.w_down, hb_.data(), n, xb2_.data(), mm);  // xb2[n, dim]
     for (int64_t i = 0; i < n * dim; ++i) x_[i] += xb2_[i];
   }
@@ -317,7 +313,7 @@ const std::vector<float>& Model::forward(const std::vector<BatchEntry>& batch, K
   for (const BatchEntry& e : batch) {
     const int64_t first = e.all_logits ? t0 : t0 + e.n_tokens - 1;
     for (int64_t t = first; t < t0 + e.n_tokens; ++t, ++row) {
-      rmsnorm(&xb_[row * dim], &x_[t * dim], output_norm_.data(), 1, dim, c.rms_eps);
+      rmsnorm(&xb_[row * dim], &x_[t * dim], output_norm_.data(), 1, dim, c.rms_eps, 1);
     }
     t0 += e.n_tokens;
   }

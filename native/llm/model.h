@@ -76,7 +76,7 @@ class Model {
     WeightMatrix w_gate, w_up, w_down;           // [ffn,dim] [ffn,dim] [dim,ffn]
   };
 
-  void attention(const std::vector<BatchEntry>& batch, KvCache& kv, int64_t layer, int threads);
+  void attention(const std::vector<BatchEntry>& batch, KvCache& kv, int64_t layer, MatmulContext& mm);
 
   GgufFile file_;
   ModelConfig cfg_;

@@ -92,6 +92,7 @@ std::shared_ptr<const Graph> Graph::compile(const ModelDesc& model, const Compil
     v.dtype = init.tensor.dtype();
     v.has_shape = true;
     v.dims = init.tensor.shape();
+    v.constant = &init.tensor;  // `model` outlives compilation; factories read it only then
     g->initializer_bytes_ += static_cast<int64_t>(init.tensor.size()) *
                              static_cast<int64_t>(std::max<size_t>(dtype_size(init.tensor.dtype()), 1));
   }

@@ -12,8 +12,16 @@
 namespace platform::tabular {
 namespace {
 
-// Rows of C below which the fallback loop stays on one thread.
+// Below this many multiply-adds the fallback loop stays on one thread.
 constexpr int64_t kParallelRowsWork = 1 << 16;
+// Below this many multiply-adds (~0.2 ms on one core) a float GEMM runs on one thread: a parallel
+// region costs 10-300 us when the other cores are busy or asleep (measured on a shared 2-vCPU
+// VM), more than it saves on smaller products.
+constexpr int64_t kParallelGemmWork = 1 << 23;
+
+int gemm_threads(int64_t M, int64_t N, int64_t K, int threads) {
+  return M * N * K >= kParallelGemmWork ? threads : 1;
+}
 
 // C[M,N] (+)= alpha * op(A) * op(B), row-major with leading dimensions; `accumulate` keeps C's
 // contents (beta 1), otherwise C is overwritten.
@@ -91,7 +99,7 @@ class GemmKernel : public Kernel {
       if (M == 0 || N == 0) return;
       if constexpr (std::is_same_v<T, float>) {
         GemmOptions opt;
-        opt.threads = ctx.threads();
+        opt.threads = gemm_threads(M, N, K, ctx.threads());
         gemm_f32(transA_, transB_, M, N, K, static_cast<float>(alpha_), a.data<float>(), std::max<int64_t>(a.dim(1), 1),
                  b.data<float>(), std::max<int64_t>(b.dim(1), 1), has_c ? static_cast<float>(beta_) : 0.0f, yd, N, opt);
       } else {
@@ -203,7 +211,9 @@ struct MatMulShape {
 };
 
 MatMulShape matmul_shape(const Shape& a, const Shape& b, bool partial) {
-  if (a.empty() || b.empty()) fail("inputs must have at least one dimension (got " + dims_str(a) + " and " + dims_str(b) + ")");
+  if (a.empty() || b.empty()) {
+    fail("inputs must have at least one dimension (got " + dims_str(a) + " and " + dims_str(b) + ")");
+  }
   MatMulShape s;
   s.a_vec = a.size() == 1;
   s.b_vec = b.size() == 1;
@@ -245,7 +255,7 @@ class MatMulKernel : public Kernel {
       auto one = [&](const T* ap, const T* bp, T* yp, int64_t rows) {
         if constexpr (std::is_same_v<T, float>) {
           GemmOptions opt;
-          opt.threads = ctx.threads();
+          opt.threads = gemm_threads(rows, N, K, ctx.threads());
           gemm_f32(false, false, rows, N, K, 1.0f, ap, std::max<int64_t>(K, 1), bp, std::max<int64_t>(N, 1), 0.0f, yp,
                    std::max<int64_t>(N, 1), opt);
         } else {

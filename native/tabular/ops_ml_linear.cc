@@ -57,7 +57,8 @@ void linear_scores(const float* x, int64_t n, int64_t f, const std::vector<float
   }
   if (n == 0 || e == 0) return;
   GemmOptions opt;
-  opt.threads = threads;
+  // As in ops_linalg.cc: products under 2^23 multiply-adds stay on one thread.
+  opt.threads = n * e * f >= (int64_t{1} << 23) ? threads : 1;
   gemm_f32(false, true, n, e, f, 1.0f, x, std::max<int64_t>(f, 1), coef.data(), std::max<int64_t>(f, 1), beta, out,
            e, opt);
 }

@@ -11,12 +11,14 @@
 // higher score, where onnxruntime predicts class index 1 whenever the second score is positive
 // and then returns the literal 0/1 instead of the int64 class label.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 #include "../core/thread_pool.h"
 #include "kernel.h"
@@ -31,11 +33,18 @@ using trees::RawForest;
 using trees::RawNode;
 
 enum class TreeOp { kRegressor, kClassifier, kEnsemble };
+
+// More targets or classes than this is refused (each row keeps a score per target).
+constexpr int64_t kMaxTargets = int64_t{1} << 20;
 enum class Aggregate { kSum, kAverage, kMin, kMax };
 
-// Rows per block: one tree's nodes stay cached while the block's rows pass through it.
+// Rows per block: one tree's nodes stay cached while the block's rows pass through it. Blocks
+// shrink (to kMinBlockRows) so that mid-size batches still give every thread a block.
 constexpr int64_t kBlockRows = 128;
-// Below this many (row, tree) walks a run stays on one thread.
+constexpr int64_t kMinBlockRows = 16;
+// Below this many (row, tree) walks (~0.5 ms on one core) a run stays on one thread: a parallel
+// region costs 10-300 us when the other cores are busy or asleep (measured on a shared 2-vCPU
+// VM), which would make mid-size batches slower on two threads than on one.
 constexpr int64_t kParallelWalks = 1 << 15;
 
 Aggregate parse_aggregate(const std::string& s) {
@@ -229,13 +238,19 @@ class TreeKernel : public Kernel {
   TreeKernel(Forest<TT> forest, TreeConfig cfg) : forest_(std::move(forest)), cfg_(std::move(cfg)) {
     for (double v : cfg_.base) base_.push_back(static_cast<TT>(v));
     n_trees_ = static_cast<int64_t>(forest_.roots.size());
+    for (size_t k = 0; k < forest_.nodes.size(); ++k) {
+      if (forest_.flags[k].mode() == Mode::kLeaf) {
+        leaf_ = static_cast<int32_t>(k);
+        break;
+      }
+    }
   }
 
   void run(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (x.rank() < 1 || x.rank() > 2) fail("the input must be [N, F] or [F], got shape " + shape_str(x.shape()));
-    if (cfg_.op == TreeOp::kEnsemble ? !is_floating(x.dtype())
-                                     : !(is_floating(x.dtype()) || x.dtype() == DType::kInt64 || x.dtype() == DType::kInt32)) {
+    const bool integer_input = x.dtype() == DType::kInt64 || x.dtype() == DType::kInt32;
+    if (!is_floating(x.dtype()) && (cfg_.op == TreeOp::kEnsemble || !integer_input)) {
       fail(std::string("does not support input element type ") + dtype_name(x.dtype()));
     }
     const int64_t n = x.rank() == 1 ? 1 : x.dim(0);
@@ -256,19 +271,29 @@ class TreeKernel : public Kernel {
       out = Tensor(cfg_.op == TreeOp::kEnsemble ? x.dtype() : DType::kFloat, {n, t});
     }
 
-    const int64_t blocks = (n + kBlockRows - 1) / kBlockRows;
-    auto run_blocks = [&](int64_t b0, int64_t b1) {
-      Scratch<TT> s;
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t r0 = blk * kBlockRows, r1 = std::min(n, r0 + kBlockRows);
-        eval_block(xd, f, r0, r1, s);
-        finish_block(r0, r1, s, out, labels);
-      }
+    const bool parallel = ctx.threads() > 1 && n * n_trees_ >= kParallelWalks;
+    const int64_t per_thread = (n + ctx.threads() - 1) / ctx.threads();
+    int64_t block_rows = parallel ? std::clamp(per_thread, kMinBlockRows, kBlockRows) : kBlockRows;
+    // Keep a block's scores (rows x targets) within ~8 MB for wide outputs.
+    block_rows = std::max<int64_t>(1, std::min(block_rows, (int64_t{1} << 20) / t));
+    const int64_t blocks = (n + block_rows - 1) / block_rows;
+    auto run_block = [&](int64_t blk, Scratch<TT>& s) {
+      const int64_t r0 = blk * block_rows, r1 = std::min(n, r0 + block_rows);
+      eval_block(xd, f, r0, r1, s);
+      finish_block(r0, r1, s, out, labels);
     };
-    if (ctx.threads() > 1 && blocks > 1 && n * n_trees_ >= kParallelWalks) {
-      parallel_for(0, blocks, ctx.threads(), run_blocks);
+    if (parallel && blocks > 1) {
+      // Blocks are claimed one at a time rather than split in advance: a thread that starts late
+      // (its core busy elsewhere) takes fewer blocks instead of holding up the call.
+      std::atomic<int64_t> next{0};
+      const int tasks = static_cast<int>(std::min<int64_t>(ctx.threads(), blocks));
+      run_tasks(tasks, [&](int) {
+        Scratch<TT> s;
+        for (int64_t blk = next.fetch_add(1); blk < blocks; blk = next.fetch_add(1)) run_block(blk, s);
+      });
     } else {
-      run_blocks(0, blocks);
+      Scratch<TT> s;
+      for (int64_t blk = 0; blk < blocks; ++blk) run_block(blk, s);
     }
     if (cfg_.op == TreeOp::kClassifier) {
       ctx.set_output(0, std::move(labels));
@@ -297,47 +322,100 @@ class TreeKernel : public Kernel {
     const int64_t rows = r1 - r0, t = cfg_.n_targets;
     s.score.assign(static_cast<size_t>(rows * t), TT(0));
     s.has.assign(static_cast<size_t>(rows * t), 0);
+    // Lockstep walks read feature 0 at leaves: they need at least one feature (and no member sets).
+    if (forest_.any_member || f == 0) return eval_checked(x, f, r0, r1, s);
+    // missing_value_tracks_true only matters for NaN: blocks without one take the plain walk.
+    bool miss = false;
+    if (forest_.any_missing) {
+      for (const TT* p = x + r0 * f, *e = x + r1 * f; p < e && !miss; ++p) miss = std::isnan(*p);
+    }
     switch (forest_.uniform) {
-      case Mode::kLeq: return eval_mode<Mode::kLeq>(x, f, r0, r1, s);
-      case Mode::kLt: return eval_mode<Mode::kLt>(x, f, r0, r1, s);
-      case Mode::kGte: return eval_mode<Mode::kGte>(x, f, r0, r1, s);
-      case Mode::kGt: return eval_mode<Mode::kGt>(x, f, r0, r1, s);
-      case Mode::kEq: return eval_mode<Mode::kEq>(x, f, r0, r1, s);
-      case Mode::kNeq: return eval_mode<Mode::kNeq>(x, f, r0, r1, s);
-      default: return eval_mode<Mode::kMixed>(x, f, r0, r1, s);
+      case Mode::kLeq: return eval_uniform<Mode::kLeq>(miss, x, f, r0, r1, s);
+      case Mode::kLt: return eval_uniform<Mode::kLt>(miss, x, f, r0, r1, s);
+      case Mode::kGte: return eval_uniform<Mode::kGte>(miss, x, f, r0, r1, s);
+      case Mode::kGt: return eval_uniform<Mode::kGt>(miss, x, f, r0, r1, s);
+      default: return eval_lockstep<Mode::kMixed, false>(x, f, r0, r1, s);
     }
   }
 
   template <Mode M>
-  void eval_mode(const TT* x, int64_t f, int64_t r0, int64_t r1, Scratch<TT>& s) const {
-    if (forest_.any_missing) {
-      eval_walk<M, true>(x, f, r0, r1, s);
+  void eval_uniform(bool missing, const TT* x, int64_t f, int64_t r0, int64_t r1, Scratch<TT>& s) const {
+    if (missing) {
+      eval_lockstep<M, true>(x, f, r0, r1, s);
     } else {
-      eval_walk<M, false>(x, f, r0, r1, s);
+      eval_lockstep<M, false>(x, f, r0, r1, s);
     }
   }
 
+  // Walks of (tree, row) pairs in tree-major order, kLanes at a time in lockstep; each row still
+  // sums its trees in tree order (as onnxruntime does), so sums match to the bit. A short last
+  // group is padded with walks that start on a leaf (and stay there).
+  static constexpr int kLanes = 8;
+
+  template <Mode M, bool kMissing, size_t... L>
+  static void walk(const trees::FlatNode<TT>* nodes, const trees::NodeFlags* flags, int32_t* idx,
+                   const TT* const* xr, int32_t depth, std::index_sequence<L...>) {
+    // One statement per lane inside the depth loop (not a loop over lanes, which the compiler
+    // would interchange with the depth loop): kLanes independent dependency chains per step.
+    int32_t i[kLanes] = {idx[L]...};
+    for (int32_t d = 0; d < depth; ++d) {
+      ((i[L] = trees::step<TT, M, kMissing>(nodes, flags, i[L], xr[L])), ...);
+    }
+    ((idx[L] = i[L]), ...);
+  }
+
   template <Mode M, bool kMissing>
-  void eval_walk(const TT* x, int64_t f, int64_t r0, int64_t r1, Scratch<TT>& s) const {
+  void eval_lockstep(const TT* x, int64_t f, int64_t r0, int64_t r1, Scratch<TT>& s) const {
     const auto* nodes = forest_.nodes.data();
-    const int64_t t = cfg_.n_targets;
-    const bool single = forest_.single_weight;
-    const Aggregate agg = cfg_.agg;
+    const int64_t rows = r1 - r0;
+    int32_t idx[kLanes];
+    const TT* xr[kLanes];
+    int32_t lane_row[kLanes];
+    int64_t tree = 0, row = 0;
+    while (tree < n_trees_) {
+      int cnt = 0;
+      int32_t depth = 0;
+      while (cnt < kLanes && tree < n_trees_) {
+        idx[cnt] = forest_.roots[tree];
+        xr[cnt] = x + (r0 + row) * f;
+        lane_row[cnt] = static_cast<int32_t>(row);
+        depth = std::max(depth, forest_.depth[tree]);
+        ++cnt;
+        if (++row == rows) {
+          row = 0;
+          ++tree;
+        }
+      }
+      for (int l = cnt; l < kLanes; ++l) {
+        idx[l] = leaf_;
+        xr[l] = x + r0 * f;
+      }
+      walk<M, kMissing>(nodes, forest_.flags.data(), idx, xr, depth, std::make_index_sequence<kLanes>{});
+      for (int l = 0; l < cnt; ++l) aggregate(lane_row[l], idx[l], s);
+    }
+  }
+
+  // One walk at a time, testing each node: BRANCH_MEMBER sets, or rows without features.
+  void eval_checked(const TT* x, int64_t f, int64_t r0, int64_t r1, Scratch<TT>& s) const {
+    const auto* nodes = forest_.nodes.data();
     for (int64_t tree = 0; tree < n_trees_; ++tree) {
       const int32_t root = forest_.roots[tree];
       for (int64_t r = r0; r < r1; ++r) {
-        const int32_t leaf = trees::find_leaf<TT, M, kMissing>(nodes, root, x + r * f, forest_.sets);
-        const int64_t row = r - r0;
-        if (single) {
-          add(agg, s.score[row], s.has[row], nodes[leaf].value);
-        } else {
-          const auto& node = nodes[leaf];
-          for (int32_t w = node.a, e = node.a + node.b; w < e; ++w) {
-            const int64_t k = row * t + forest_.weight_target[w];
-            add(agg, s.score[k], s.has[k], forest_.weight_value[w]);
-          }
-        }
+        aggregate(r - r0, trees::find_leaf<TT>(nodes, forest_.flags.data(), root, x + r * f, forest_.sets), s);
       }
+    }
+  }
+
+  inline void aggregate(int64_t row, int32_t leaf, Scratch<TT>& s) const {
+    const Aggregate agg = cfg_.agg;
+    if (forest_.single_weight) {
+      add(agg, s.score[row], s.has[row], forest_.nodes[leaf].value);
+      return;
+    }
+    const int64_t t = cfg_.n_targets;
+    for (int32_t w = forest_.leaf_first[leaf], e = w + forest_.leaf_count[leaf]; w < e; ++w) {
+      const int64_t k = row * t + forest_.weight_target[w];
+      add(agg, s.score[k], s.has[k], forest_.weight_value[w]);
     }
   }
 
@@ -502,6 +580,7 @@ class TreeKernel : public Kernel {
   TreeConfig cfg_;
   std::vector<TT> base_;
   int64_t n_trees_ = 0;
+  int32_t leaf_ = 0;  // any leaf: where padding walks start
 };
 
 // Static shape of the rows of an [N, F] / [F] input: N or -1.
@@ -544,15 +623,23 @@ std::unique_ptr<Kernel> make_tree(CompileContext& ctx) {
     }
   } else if constexpr (op == TreeOp::kRegressor) {
     cfg.n_targets = ctx.attr_int("n_targets", 1);
-    if (cfg.n_targets < 1) fail("attribute \"n_targets\" must be at least 1");
+    if (cfg.n_targets < 1 || cfg.n_targets > kMaxTargets) {
+      fail("attribute \"n_targets\" must be from 1 to " + std::to_string(kMaxTargets));
+    }
     cfg.agg = parse_aggregate(ctx.attr_string("aggregate_function", "SUM"));
     raw = read_v3_forest(ctx, false, cfg.n_targets);
     cfg.base = ctx.attr_floats("base_values");
   } else {
     cfg.n_targets = ctx.attr_int("n_targets", 1);
-    if (cfg.n_targets < 1) fail("attribute \"n_targets\" must be at least 1");
+    if (cfg.n_targets < 1 || cfg.n_targets > kMaxTargets) {
+      fail("attribute \"n_targets\" must be from 1 to " + std::to_string(kMaxTargets));
+    }
     cfg.agg = parse_aggregate(ctx.attr_string("aggregate_function", "SUM"));
     raw = read_v5_forest(ctx, cfg.n_targets);
+  }
+  if (cfg.n_targets > kMaxTargets) {
+    fail("has " + std::to_string(cfg.n_targets) + " targets or classes; at most " + std::to_string(kMaxTargets) +
+         " are supported");
   }
   if (op != TreeOp::kClassifier && !cfg.base.empty() && static_cast<int64_t>(cfg.base.size()) != cfg.n_targets) {
     fail("has " + std::to_string(cfg.base.size()) + " base_values for " + std::to_string(cfg.n_targets) + " targets");

@@ -73,7 +73,7 @@ std::unique_ptr<Kernel> make_flatten(CompileContext& ctx) {
 // ---- Reshape ----
 
 // The target shape; `in` may hold -1 (unknown) at compile time, then so may the result.
-Shape reshape_dims(const Shape& in, const std::vector<int64_t>& spec, bool allowzero, bool partial) {
+Shape reshape_dims(const Shape& in, const std::vector<int64_t>& spec, bool allowzero) {
   Shape out(spec.size());
   int64_t infer = -1;
   int64_t known = 1;
@@ -119,7 +119,6 @@ Shape reshape_dims(const Shape& in, const std::vector<int64_t>& spec, bool allow
     fail("cannot reshape an input of shape " + dims_str(in) + " (" + std::to_string(total) + " elements) to " +
          dims_str(out));
   }
-  (void)partial;
   return out;
 }
 
@@ -135,7 +134,7 @@ class ReshapeKernel : public Kernel {
   explicit ReshapeKernel(bool allowzero) : allowzero_(allowzero) {}
   void run(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    const Shape out = reshape_dims(x.shape(), shape_values(ctx.input(1)), allowzero_, false);
+    const Shape out = reshape_dims(x.shape(), shape_values(ctx.input(1)), allowzero_);
     ctx.set_output(0, x.reshaped(out));
   }
 
@@ -155,7 +154,7 @@ std::unique_ptr<Kernel> make_reshape(CompileContext& ctx) {
     const std::vector<int64_t> spec = shape_values(*s.constant);
     out.has_shape = true;
     if (x.has_shape) {
-      out.dims = reshape_dims(x.dims, spec, allowzero, true);
+      out.dims = reshape_dims(x.dims, spec, allowzero);
     } else {
       out.dims.assign(spec.size(), -1);
       for (size_t k = 0; k < spec.size(); ++k) {
@@ -241,8 +240,6 @@ std::unique_ptr<Kernel> make_squeeze(CompileContext& ctx) {
     } else {
       out.dims = squeeze_dims(x.dims, axes, has_axes);
     }
-  } else if (unsqueeze) {
-    // Rank unknown; nothing to check.
   }
   ctx.outputs = {out};
   return std::make_unique<SqueezeKernel>(axes, has_axes, unsqueeze);

@@ -113,9 +113,20 @@ Buffer::~Buffer() {
   if (data_ != nullptr) ::operator delete(data_, std::align_val_t{64});
 }
 
+// No tensor may exceed this many bytes: a model or input that asks for more (say a broadcast of
+// [N, 1] against [1, N], or a tree ensemble declaring a billion targets) gets an error instead of
+// an allocation the operating system would kill the process for when it is touched.
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 31;
+
 Tensor::Tensor(DType type, Shape shape) : type_(type), shape_(std::move(shape)) {
   if (type == DType::kUndefined) throw std::logic_error("tensor of undefined element type");
   size_ = shape_size(shape_);
+  const int64_t element = type == DType::kString ? static_cast<int64_t>(sizeof(std::string))
+                                                 : static_cast<int64_t>(dtype_size(type));
+  if (size_ > kMaxTensorBytes / element) {
+    throw std::runtime_error("a tensor of shape " + shape_str(shape_) + " (" + dtype_name(type) +
+                             ") would exceed the 2 GiB limit per tensor");
+  }
   if (type == DType::kString) {
     buf_ = Buffer::strings(static_cast<size_t>(size_));
   } else {

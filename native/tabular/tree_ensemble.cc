@@ -33,18 +33,37 @@ Forest<TT> Forest<TT>::build(const RawForest& raw) {
   f.nodes.reserve(raw.nodes.size());
   std::vector<int32_t> flat_of(raw.nodes.size(), -1);
   std::vector<uint8_t> state(raw.nodes.size(), 0);  // 0 unseen, 1 on the current path, 2 done
+  std::vector<int32_t> depth(raw.nodes.size(), 0);  // branches on the longest path below a node
   std::set<int64_t> targets;
   bool first_branch = true;
   bool single = true;
 
-  // Creates the flat node of raw node u (its children are linked later).
+  // Outcome masks (see FlatNode::mask): which comparison outcomes take the true branch.
+  auto mask_of = [](Mode m, bool missing) -> uint32_t {
+    uint32_t k = 0;
+    switch (m) {
+      case Mode::kLeq: k = 0b0011; break;
+      case Mode::kLt: k = 0b0001; break;
+      case Mode::kGte: k = 0b0110; break;
+      case Mode::kGt: k = 0b0100; break;
+      case Mode::kEq: k = 0b0010; break;
+      case Mode::kNeq: k = 0b1101; break;  // NaN != t is true
+      default: break;
+    }
+    return missing ? (k | 0b1000) : k;
+  };
+
+  // Creates the flat node of raw node u (a branch's children are linked later).
   auto emit = [&](int64_t u) {
     const RawNode& n = raw.nodes[u];
     FlatNode<TT> fn{};
+    const int32_t self = static_cast<int32_t>(f.nodes.size());
+    std::pair<int32_t, int32_t> leaf_range{0, 0};
+    uint16_t bits = 0;
     if (n.mode == Mode::kLeaf) {
-      fn.packed = 0;
-      fn.a = static_cast<int32_t>(f.weight_value.size());
-      fn.b = static_cast<int32_t>(n.weights.size());
+      fn.feature = 0;
+      fn.a = fn.b = self;
+      leaf_range = {static_cast<int32_t>(f.weight_value.size()), static_cast<int32_t>(n.weights.size())};
       fn.value = n.weights.empty() ? TT(0) : static_cast<TT>(n.weights[0].second);
       for (const auto& [t, w] : n.weights) {
         if (t < 0 || t >= raw.n_targets) {
@@ -62,7 +81,8 @@ Forest<TT> Forest<TT>::build(const RawForest& raw) {
         throw std::runtime_error("a branch reads feature " + std::to_string(n.feature) + ", which is out of range");
       }
       if (n.true_child < 0 || n.true_child >= count || n.false_child < 0 || n.false_child >= count) {
-        throw std::runtime_error("a branch on feature " + std::to_string(n.feature) + " points to a child that does not exist");
+        throw std::runtime_error("a branch on feature " + std::to_string(n.feature) +
+                                 " points to a child that does not exist");
       }
       TT value = static_cast<TT>(n.value);
       if (n.mode == Mode::kMember) {
@@ -70,10 +90,12 @@ Forest<TT> Forest<TT>::build(const RawForest& raw) {
         for (double m : n.members) s.push_back(static_cast<TT>(m));
         value = static_cast<TT>(f.sets.size());
         f.sets.push_back(std::move(s));
+        f.any_member = true;
       }
       fn.value = value;
-      fn.packed = static_cast<uint32_t>(n.feature) | (static_cast<uint32_t>(n.mode) << 24) |
-                  (n.missing_true ? (1u << 28) : 0u);
+      fn.feature = static_cast<int32_t>(n.feature);
+      bits = static_cast<uint16_t>(static_cast<uint32_t>(n.mode) | (n.missing_true ? (1u << 4) : 0u) |
+                                   (mask_of(n.mode, n.missing_true) << 5));
       f.max_feature = std::max(f.max_feature, n.feature);
       if (n.missing_true) f.any_missing = true;
       if (first_branch) {
@@ -83,8 +105,11 @@ Forest<TT> Forest<TT>::build(const RawForest& raw) {
         f.uniform = Mode::kMixed;
       }
     }
-    flat_of[u] = static_cast<int32_t>(f.nodes.size());
+    flat_of[u] = self;
     f.nodes.push_back(fn);
+    f.flags.push_back(NodeFlags{bits});
+    f.leaf_first.push_back(leaf_range.first);
+    f.leaf_count.push_back(leaf_range.second);
   };
 
   struct Frame {
@@ -95,6 +120,7 @@ Forest<TT> Forest<TT>::build(const RawForest& raw) {
   for (int64_t root : raw.roots) {
     if (state[root] == 2) {
       f.roots.push_back(flat_of[root]);
+      f.depth.push_back(depth[root]);
       continue;
     }
     stack.push_back({root, 0});
@@ -123,10 +149,12 @@ Forest<TT> Forest<TT>::build(const RawForest& raw) {
         continue;
       }
       f.nodes[flat_of[u]].b = flat_of[n.false_child];
+      depth[u] = 1 + std::max(depth[n.true_child], depth[n.false_child]);
       state[u] = 2;
       stack.pop_back();
     }
     f.roots.push_back(flat_of[root]);
+    f.depth.push_back(depth[root]);
   }
   if (f.max_feature >= 0 && f.sets.size() >= (size_t{1} << 24)) throw std::runtime_error("too many member sets");
   f.single_weight = single && raw.n_targets == 1 && !f.nodes.empty();
