@@ -58,8 +58,11 @@ export interface GgufWriteTensor {
   /** ggml order, dims[0] contiguous. */
   dims: readonly number[];
   type: GgmlTypeName;
-  /** Float values to quantize as `type` (one of the QuantTypes), or the encoded bytes as they are. */
-  data: Float32Array | Uint8Array;
+  /**
+   * Float values to quantize as `type` (one of the QuantTypes), the encoded bytes as they are, or
+   * null for zeros (writeGguf leaves them as a hole in a sparse file, so huge tensors cost nothing).
+   */
+  data: Float32Array | Uint8Array | null;
 }
 
 export interface GgufWriteSpec {
@@ -201,16 +204,24 @@ function writeScalar(out: Bytes, type: ScalarTypeName, v: number | bigint | bool
   }
 }
 
-/** Encoded tensor bytes: floats are quantized as the tensor's type, bytes pass through. */
-export function tensorBytes(t: GgufWriteTensor): Uint8Array {
+/** Bytes of a tensor of this shape and type. */
+export function tensorByteSize(t: Pick<GgufWriteTensor, 'name' | 'dims' | 'type'>): number {
   const traits = requireGgmlType(t.type);
   const n = t.dims.reduce((a, b) => a * b, 1);
   if (t.dims[0]! % traits.blockSize !== 0) {
     throw new Error(`tensor ${t.name}: rows of ${t.dims[0]} are not a multiple of the ${t.type} block size ${traits.blockSize}`);
   }
-  const expected = (n / traits.blockSize) * traits.typeSize;
+  return (n / traits.blockSize) * traits.typeSize;
+}
+
+/** Encoded tensor bytes: floats are quantized as the tensor's type, bytes pass through. */
+export function tensorBytes(t: GgufWriteTensor): Uint8Array {
+  const expected = tensorByteSize(t);
+  const n = t.dims.reduce((a, b) => a * b, 1);
   let bytes: Uint8Array;
-  if (t.data instanceof Float32Array) {
+  if (t.data === null) {
+    bytes = new Uint8Array(expected);
+  } else if (t.data instanceof Float32Array) {
     if (t.data.length !== n) throw new Error(`tensor ${t.name}: ${t.data.length} values for shape [${t.dims.join(', ')}]`);
     bytes = quantize(t.type as QuantType, t.data);
   } else {
@@ -220,8 +231,16 @@ export function tensorBytes(t: GgufWriteTensor): Uint8Array {
   return bytes;
 }
 
-/** The complete GGUF file as bytes. */
-export function encodeGguf(spec: GgufWriteSpec): Uint8Array {
+interface EncodedHeader {
+  header: Uint8Array;
+  /** File offset of each tensor's data. */
+  offsets: number[];
+  /** Total file size. */
+  size: number;
+}
+
+/** Everything before the tensor data (padded to the alignment), and where each tensor goes. */
+export function encodeGgufHeader(spec: GgufWriteSpec): EncodedHeader {
   const alignment = spec.alignment ?? 32;
   const metadata: Record<string, GgufWriteValue> = { ...spec.metadata };
   if (alignment !== 32 && !('general.alignment' in metadata)) metadata['general.alignment'] = gv.u32(alignment);
@@ -246,30 +265,47 @@ export function encodeGguf(spec: GgufWriteSpec): Uint8Array {
     }
   }
 
-  const encoded = tensors.map(tensorBytes);
   let offset = 0;
-  const offsets: number[] = [];
-  for (const [i, t] of tensors.entries()) {
+  const relative: number[] = [];
+  for (const t of tensors) {
     out.string(t.name);
     out.u32(t.dims.length);
     for (const d of t.dims) out.u64(d);
     out.u32(GgmlType[t.type]);
     out.u64(offset);
-    offsets.push(offset);
-    offset += Math.ceil(encoded[i]!.length / alignment) * alignment;
+    relative.push(offset);
+    offset += Math.ceil(tensorByteSize(t) / alignment) * alignment;
   }
   out.padTo(alignment);
-  for (const b of encoded) {
-    out.raw(b);
-    out.padTo(alignment);
-  }
-  return out.bytes();
+  const header = out.bytes();
+  return { header, offsets: relative.map((o) => header.length + o), size: header.length + offset };
 }
 
-export function writeGguf(path: string, spec: GgufWriteSpec): Uint8Array {
-  const bytes = encodeGguf(spec);
-  fs.writeFileSync(path, bytes);
-  return bytes;
+/** The complete GGUF file as bytes. */
+export function encodeGguf(spec: GgufWriteSpec): Uint8Array {
+  const { header, offsets, size } = encodeGgufHeader(spec);
+  const out = new Uint8Array(size);
+  out.set(header);
+  (spec.tensors ?? []).forEach((t, i) => out.set(tensorBytes(t), offsets[i]!));
+  return out;
+}
+
+/** Writes the file piecewise; tensors with null data stay holes (a sparse file). */
+export function writeGguf(path: string, spec: GgufWriteSpec): void {
+  const { header, offsets, size } = encodeGgufHeader(spec);
+  const fd = fs.openSync(path, 'w');
+  try {
+    fs.writeSync(fd, header, 0, header.length, 0);
+    (spec.tensors ?? []).forEach((t, i) => {
+      if (t.data !== null) {
+        const b = tensorBytes(t);
+        fs.writeSync(fd, b, 0, b.length, offsets[i]!);
+      }
+    });
+    fs.ftruncateSync(fd, size);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 // ---------------------------------------------------------------- a tiny complete model
@@ -368,6 +404,9 @@ export interface TinyModel {
  * A complete llama / qwen2 model: every tensor llama.cpp's loader requires, random normal weights
  * (norm weights are 1 + small noise so activations stay sane), qwen2's Q/K/V biases. The weights
  * are only random: a correct engine and llama.cpp agree on the logits, not on anything sensible.
+ * Being random, attn_q / attn_k need no permutation: they are read in the GGUF layout of their
+ * architecture (RoPE on adjacent pairs for llama, NeoX halves for qwen2). `weights` keeps the
+ * floats behind every tensor for reference computations; write the file with writeGguf(path, spec).
  */
 export function tinyModel(o: TinyModelOptions): TinyModel {
   const nHeadKv = o.nHeadKv ?? o.nHead;

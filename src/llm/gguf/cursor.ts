@@ -128,17 +128,6 @@ export class Cursor {
   }
 
   utf8(n: number): string {
-    const b = this.bytes(n);
-    // Most vocabulary entries are short ASCII; skipping TextDecoder for them halves vocab load time.
-    if (n <= 24) {
-      let s = '';
-      for (let i = 0; i < n; i++) {
-        const x = b[i]!;
-        if (x >= 0x80) return utf8.decode(b);
-        s += String.fromCharCode(x);
-      }
-      return s;
-    }
-    return utf8.decode(b);
+    return utf8.decode(this.bytes(n));
   }
 }

@@ -70,7 +70,7 @@ function mergeWord(vocab: Vocab, word: string, out: number[]): void {
   const queue = new Heap<Bigram>(lowerRankFirst);
   const tryAdd = (left: number, right: number) => {
     if (left === -1 || right === -1) return;
-    const rank = vocab.bpeRanks.get(`${sym[left]} ${sym[right]}`);
+    const rank = vocab.bpeRanks.get(sym[left]!)?.get(sym[right]!);
     if (rank === undefined) return;
     queue.push({ left, right, rank, text: sym[left]! + sym[right]! });
   };

@@ -9,6 +9,8 @@
 interface Pass {
   push(ch: string, emit: (s: string) => void): void;
   end(emit: (s: string) => void): void;
+  /** Nothing held back. */
+  idle(): boolean;
 }
 
 /** Pass 1: a space before ? ! . , is removed. */
@@ -28,6 +30,7 @@ function punctuationPass(): Pass {
       if (held) emit(' ');
       held = false;
     },
+    idle: () => !held,
   };
 }
 
@@ -59,6 +62,7 @@ function quotePass(): Pass {
       if (state !== '') emit(state);
       state = '';
     },
+    idle: () => state === '',
   };
   return pass;
 }
@@ -99,6 +103,7 @@ function contractionPass(): Pass {
       if (held !== '') emit(held);
       held = '';
     },
+    idle: () => held === '',
   };
   return pass;
 }
@@ -108,6 +113,8 @@ export class SpaceCleaner {
 
   /** Cleaned text that no later input can change. */
   push(text: string): string {
+    // Every rule starts at a space: text without one passes straight through an idle cleaner.
+    if (!text.includes(' ') && this.passes.every((p) => p.idle())) return text;
     return this.run(text, false);
   }
 
@@ -131,7 +138,11 @@ export class SpaceCleaner {
   }
 }
 
+/** Rules only fire on a space before ? ! . , or an apostrophe; most text has none. */
+const TRIGGER = / [?!.,']/;
+
 export function cleanSpaces(text: string): string {
+  if (!TRIGGER.test(text)) return text;
   const c = new SpaceCleaner();
   return c.push(text) + c.end();
 }

@@ -2,12 +2,13 @@
 // file and text (llama_tokenize(add_special, parse_special) and llama_detokenize). Built from the
 // file's metadata alone; the engine only ever sees ids.
 //
-//   const tok = Tokenizer.fromGguf(await readGguf(path));
+//   const tok = await Tokenizer.fromFile(path);       // or Tokenizer.fromGguf(ggufFile)
 //   tok.encode('Hello', { addSpecial: true });       // [1, 15043] for Llama 2
 //   tok.encode('<|im_start|>user', { parseSpecial: true });
 //   tok.decode(ids);                                  // control tokens render as nothing
 
 import { GgufMetadata } from '../gguf/metadata.js';
+import { readGguf } from '../gguf/reader.js';
 import type { GgufFile } from '../gguf/types.js';
 import { bpeTokenize } from './bpe.js';
 import { cleanSpaces } from './clean-spaces.js';
@@ -49,6 +50,11 @@ export class Tokenizer {
   /** The tokenizer described by a GGUF file's `tokenizer.ggml.*` metadata. */
   static fromGguf(file: GgufFile | GgufMetadata): Tokenizer {
     return new Tokenizer(loadVocab(GgufMetadata.of(file)));
+  }
+
+  /** Reads the GGUF file's metadata (GgufError) and builds its tokenizer (TokenizerError). */
+  static async fromFile(path: string): Promise<Tokenizer> {
+    return Tokenizer.fromGguf(await readGguf(path));
   }
 
   get model(): TokenizerModel {

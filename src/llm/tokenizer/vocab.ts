@@ -48,8 +48,8 @@ export interface Vocab {
   scores: Float32Array;
   attrs: Uint8Array;
   tokenToId: ReadonlyMap<string, number>;
-  /** BPE merge ranks keyed "left right" (gpt2 only). */
-  bpeRanks: ReadonlyMap<string, number>;
+  /** BPE merge ranks: bpeRanks.get(left)?.get(right) (gpt2 only). */
+  bpeRanks: ReadonlyMap<string, ReadonlyMap<string, number>>;
   bos: number;
   eos: number;
   eot: number;
@@ -157,7 +157,7 @@ export function loadVocab(m: GgufMetadata): Vocab {
     attrs[i] = typesIn ? (TYPE_TO_ATTR[typesIn[i]!] ?? TokenAttr.UNDEFINED) : TokenAttr.NORMAL;
   }
 
-  const bpeRanks = new Map<string, number>();
+  const bpeRanks = new Map<string, Map<string, number>>();
   if (model === 'gpt2') {
     const merges = meta(() => m.optStringArray(K('merges')));
     if (!merges) throw new TokenizerError('tokenizer.ggml.merges is missing (a gpt2 tokenizer needs its BPE merges)');
@@ -170,7 +170,9 @@ export function loadVocab(m: GgufMetadata): Vocab {
       for (const part of [left, right]) {
         if (!tokenToId.has(part)) throw new TokenizerError(`tokenizer.ggml.merges[${i}] "${merge}" names "${part}", which is not in the vocabulary`);
       }
-      if (!bpeRanks.has(merge)) bpeRanks.set(merge, i); // the first rank wins (unordered_map::emplace)
+      let byRight = bpeRanks.get(left);
+      if (!byRight) bpeRanks.set(left, (byRight = new Map()));
+      if (!byRight.has(right)) byRight.set(right, i); // the first rank wins (unordered_map::emplace)
     }
   }
 
@@ -202,15 +204,15 @@ export function loadVocab(m: GgufMetadata): Vocab {
   if (addBos && bos === NO_TOKEN) throw new TokenizerError('tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set');
   if (addEos && eos === NO_TOKEN) throw new TokenizerError('tokenizer.ggml.add_eos_token is true, but tokenizer.ggml.eos_token_id is not set');
 
-  // Text-based detection. llama.cpp takes the first match in hash order when several texts
-  // qualify; the lowest id is the deterministic stand-in (it only matters for odd vocabularies).
+  // Text-based detection. When several texts qualify llama.cpp takes the first in its hash map's
+  // order, which cannot be reproduced; we take the first in list order (<|im_end|> before
+  // <|endoftext|>). Either way every candidate is control and end-of-generation below.
   const find = (texts: readonly string[]): number => {
-    let best = NO_TOKEN;
     for (const t of texts) {
       const id = tokenToId.get(t);
-      if (id !== undefined && (best === NO_TOKEN || id < best)) best = id;
+      if (id !== undefined) return id;
     }
-    return best;
+    return NO_TOKEN;
   };
   const markControl = (id: number) => {
     if (id !== NO_TOKEN) attrs[id]! |= TokenAttr.CONTROL;

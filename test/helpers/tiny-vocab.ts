@@ -1,0 +1,196 @@
+// Small but real vocabularies for tokenizer tests, trained here (deterministically, from a fixed
+// corpus) so the test suite and the llama.cpp oracle (scripts/oracle/record.mjs) build the very
+// same GGUF files without any download:
+//
+// - byteLevelBpeVocab(pre): GPT-2-style byte-level BPE, 256 byte tokens + merges learned from the
+//   corpus + control tokens (<|begin_of_text|>, <|im_start|> ...) + one user-defined token;
+// - sentencePieceVocab(): SentencePiece-style, <unk> <s> </s>, the 256 <0xXX> byte tokens, the
+//   corpus's characters and pieces learned by merging, scored so that earlier merges win.
+//
+// Characters outside the corpus (most emoji, most CJK) have no piece, so the byte fallback paths
+// are exercised.
+
+import crypto from 'node:crypto';
+import { regexSplit } from '../../src/llm/tokenizer/regex-split.js';
+import { GPT2_REGEX, LLAMA3_REGEX, preTokenizer, QWEN2_REGEX } from '../../src/llm/tokenizer/pre-tokenizers.js';
+import { byteEncode, byteToChar, codePoints } from '../../src/llm/tokenizer/unicode.js';
+import type { TinyVocab } from './gguf-writer.js';
+
+export const CORPUS = `Once upon a time, there was a little girl named Lily. She loved to play outside in the park.
+One day, she saw a big, red ball. "Can I play with it?" she asked her mom. Her mom said, "Yes, you can!"
+Lily and her friend Tom played all day. They were very happy. The sun was warm and the sky was blue.
+The year 2024 had 366 days; 1,000,000 people counted 3.14159 and 42. Call 555-0100 at 10:30.
+I'm sure it's fine. Don't worry, we'll see. They've gone and you'd know. I'd say we're done.
+def tokenize(text):
+    return [t for t in text.split(" ") if t]
+if (a && b) { return c; } else { x = y + 1; }
+naïve café über façade résumé Ångström señor niño
+日本語のテキスト 中文 こんにちは
+Привет мир, как дела? Hola, ¿qué tal? Ça va bien, merci!
+<p>Hello <b>world</b></p> email@example.com https://example.com/path?q=1&r=2
+DON'T SHOUT, I'M HERE, WE'LL GO. IT'S 1234567890 OR 12345 OR 2024-01-01 $1,000,000.00!!
+    indented line\r\n\tand a tab (parenthesis) "quotes" [brackets] 100% 3.14
+Hello , world . How are you ? Fine !
+`;
+
+const TRAIN_TEXT = CORPUS.repeat(3) + 'the the the and and and ing ing ed ed er er ';
+
+/** Most frequent adjacent pair of `words` (weighted by count); ties by the pair's text. */
+function bestPair(words: Map<string[], number>): [string, string] | undefined {
+  const counts = new Map<string, number>();
+  for (const [syms, count] of words) {
+    for (let i = 1; i < syms.length; i++) {
+      const k = `${syms[i - 1]}\u0000${syms[i]}`;
+      counts.set(k, (counts.get(k) ?? 0) + count);
+    }
+  }
+  let best: string | undefined;
+  let bestCount = 1; // a pair seen once is not worth a token
+  for (const [k, c] of counts) {
+    if (c > bestCount || (c === bestCount && best !== undefined && k < best)) {
+      best = k;
+      bestCount = c;
+    }
+  }
+  if (best === undefined) return undefined;
+  const [a, b] = best.split('\u0000') as [string, string];
+  return [a, b];
+}
+
+function applyMerge(words: Map<string[], number>, a: string, b: string): void {
+  for (const syms of words.keys()) {
+    for (let i = 1; i < syms.length; i++) {
+      if (syms[i - 1] === a && syms[i] === b) {
+        syms.splice(i - 1, 2, a + b);
+      }
+    }
+  }
+}
+
+function countWords(words: string[][]): Map<string[], number> {
+  const byText = new Map<string, { syms: string[]; count: number }>();
+  for (const syms of words) {
+    const k = syms.join('\u0001');
+    const e = byText.get(k);
+    if (e) e.count++;
+    else byText.set(k, { syms, count: 1 });
+  }
+  return new Map([...byText.values()].map((e) => [e.syms, e.count]));
+}
+
+function train(words: string[][], nMerges: number): [string, string][] {
+  const counted = countWords(words);
+  const merges: [string, string][] = [];
+  for (let i = 0; i < nMerges; i++) {
+    const pair = bestPair(counted);
+    if (!pair) break;
+    merges.push(pair);
+    applyMerge(counted, pair[0], pair[1]);
+  }
+  return merges;
+}
+
+const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, byte: 6 } as const;
+
+/** A byte-level BPE vocabulary for `tokenizer.ggml.pre` = `pre` (undefined: no key). */
+export function byteLevelBpeVocab(pre: string | undefined, flags: Partial<TinyVocab> = {}, specialIds = true): TinyVocab {
+  // Words as several pre-tokenizers cut them, so that some merges (digit runs, a space before a
+  // bracket, uppercase contractions) are reachable under one pre-tokenizer and not another.
+  const cpts = codePoints(TRAIN_TEXT);
+  const words: string[][] = [];
+  for (const regexes of [[GPT2_REGEX], [LLAMA3_REGEX], [QWEN2_REGEX], preTokenizer(undefined)!.regexes]) {
+    let from = 0;
+    for (const n of regexSplit(cpts, regexes)) {
+      words.push(Array.from(byteEncode(String.fromCodePoint(...cpts.subarray(from, from + n)))));
+      from += n;
+    }
+  }
+  const merges = train(words, 600);
+  const tokens: string[] = [];
+  for (let b = 0; b < 256; b++) tokens.push(byteToChar(b));
+  for (const [a, b] of merges) tokens.push(a + b);
+  const types: number[] = tokens.map(() => TOKEN_TYPE.normal);
+  const special = ['<|begin_of_text|>', '<|end_of_text|>', '<|im_start|>', '<|im_end|>', '<|endoftext|>'];
+  for (const s of special) {
+    tokens.push(s);
+    types.push(TOKEN_TYPE.control);
+  }
+  tokens.push('<think>');
+  types.push(TOKEN_TYPE.userDefined);
+  const id = (t: string) => tokens.indexOf(t);
+  return {
+    model: 'gpt2',
+    tokens,
+    tokenTypes: Int32Array.from(types),
+    merges: merges.map(([a, b]) => `${a} ${b}`),
+    ...(pre !== undefined ? { pre } : {}),
+    ...(specialIds ? { bosId: id('<|begin_of_text|>'), eosId: id('<|end_of_text|>') } : {}),
+    ...flags,
+  };
+}
+
+/** A SentencePiece-style vocabulary (scores = -merge order, characters below every merge). */
+export function sentencePieceVocab(flags: Partial<TinyVocab> = {}): TinyVocab {
+  const words: string[][] = TRAIN_TEXT.split(/\s+/)
+    .filter((w) => w.length > 0)
+    .map((w) => Array.from('\u2581' + w));
+  const chars = [...new Set(words.flat())].sort();
+  const merges = train(words, 300);
+
+  const tokens = ['<unk>', '<s>', '</s>'];
+  const types: number[] = [TOKEN_TYPE.unknown, TOKEN_TYPE.control, TOKEN_TYPE.control];
+  const scores: number[] = [0, 0, 0];
+  for (let b = 0; b < 256; b++) {
+    tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
+    types.push(TOKEN_TYPE.byte);
+    scores.push(0);
+  }
+  const seen = new Set(tokens);
+  merges.forEach(([a, b], i) => {
+    if (seen.has(a + b)) return;
+    seen.add(a + b);
+    tokens.push(a + b);
+    types.push(TOKEN_TYPE.normal);
+    scores.push(-i);
+  });
+  chars.forEach((c, i) => {
+    if (seen.has(c)) return;
+    seen.add(c);
+    tokens.push(c);
+    types.push(TOKEN_TYPE.normal);
+    scores.push(-1000 - i);
+  });
+  tokens.push('<|im_start|>', '<|im_end|>', '<extra>');
+  types.push(TOKEN_TYPE.control, TOKEN_TYPE.control, TOKEN_TYPE.userDefined);
+  scores.push(0, 0, 0);
+  return {
+    model: 'llama',
+    tokens,
+    scores: Float32Array.from(scores),
+    tokenTypes: Int32Array.from(types),
+    bosId: 1,
+    eosId: 2,
+    unknownId: 0,
+    ...flags,
+  };
+}
+
+/** A stable fingerprint of a vocabulary, recorded with the oracle data to catch drift. */
+export function vocabFingerprint(v: TinyVocab): string {
+  const plain = {
+    ...v,
+    scores: v.scores ? Array.from(v.scores) : undefined,
+    tokenTypes: v.tokenTypes ? Array.from(v.tokenTypes) : undefined,
+  };
+  return crypto.createHash('sha256').update(JSON.stringify(plain)).digest('hex');
+}
+
+/** The generated models the oracle records and the tests rebuild, by name. */
+export const GENERATED_VOCABS: Record<string, () => TinyVocab> = {
+  'bpe-llama-bpe': () => byteLevelBpeVocab('llama-bpe'),
+  'bpe-qwen2': () => byteLevelBpeVocab('qwen2', { addBos: false }),
+  'bpe-default': () => byteLevelBpeVocab(undefined, { addBos: true, addEos: true }),
+  // no bos/eos keys: llama.cpp's byte-level defaults (id 11) apply
+  'bpe-gpt-2': () => byteLevelBpeVocab('gpt-2', {}, false),
+  'spm-tiny': () => sentencePieceVocab(),
+};

@@ -1,0 +1,97 @@
+// Token ids and decoded text against llama.cpp (node-llama-cpp 3.22.1, llama.cpp release v0.5.0),
+// recorded in test/data/tokenizer by scripts/oracle/record.mjs: 58 strings (spaces, tabs and
+// newlines, accents, CJK, Arabic, emoji with ZWJ, digits, punctuation runs, contractions, special
+// token text, code, invalid surrogates), parse_special off and on, add_special off and on, for
+//
+// - five generated vocabularies rebuilt here from test/helpers/tiny-vocab.ts: byte-level BPE with
+//   pre-tokenizers llama-bpe, qwen2, gpt-2 and llama.cpp's default, and a SentencePiece one;
+// - the two fixture vocabularies (Llama 2's 32k and stories260K's 512), skipped with a message
+//   when ../shared/fixtures is absent.
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readGguf } from '../src/llm/gguf/index.js';
+import { Tokenizer } from '../src/llm/tokenizer/index.js';
+import { available, DATA_DIR, FIXTURES, oracleFiles, oracleTokenizer, type OracleCase } from './helpers/tokenizer-oracle.js';
+
+const files = oracleFiles();
+for (const o of files) if (!available(o)) console.warn(`skipping the ${o.model} oracle tests: ${path.join(FIXTURES, o.file!)} is absent`);
+
+/** Cases where `f` disagrees with the recorded answer, for a readable failure. */
+function mismatches<T>(cases: OracleCase[], ours: (c: OracleCase) => T, theirs: (c: OracleCase) => T) {
+  return cases
+    .map((c) => ({ text: c.text, parseSpecial: c.parseSpecial, ours: ours(c), llamaCpp: theirs(c) }))
+    .filter((m) => JSON.stringify(m.ours) !== JSON.stringify(m.llamaCpp));
+}
+
+describe('the recorded data covers what it claims', () => {
+  it('every model has the same 116 cases and the byte-level pre-tokenizers disagree on many of them', () => {
+    for (const o of files) expect(o.cases).toHaveLength(116);
+    const bpe = files.filter((o) => o.model.startsWith('bpe-'));
+    expect(bpe.map((o) => o.model).sort()).toEqual(['bpe-default', 'bpe-gpt-2', 'bpe-llama-bpe', 'bpe-qwen2']);
+    for (let a = 0; a < bpe.length; a++) {
+      for (let b = a + 1; b < bpe.length; b++) {
+        const differ = bpe[a]!.cases.filter((c, i) => JSON.stringify(c.ids) !== JSON.stringify(bpe[b]!.cases[i]!.ids));
+        expect(differ.length, `${bpe[a]!.model} vs ${bpe[b]!.model}`).toBeGreaterThanOrEqual(8);
+      }
+    }
+  });
+});
+
+for (const o of files) {
+  describe.skipIf(!available(o))(`${o.model} (${o.source})`, () => {
+    let tok: Tokenizer;
+    const get = async () => (tok ??= await oracleTokenizer(o));
+
+    it('encode(text, { addSpecial: false, parseSpecial }) equals llama_tokenize', async () => {
+      const t = await get();
+      expect(mismatches(o.cases, (c) => t.encode(c.text, { addSpecial: false, parseSpecial: c.parseSpecial }), (c) => c.ids)).toEqual([]);
+    });
+
+    it('encode(text, { addSpecial: true, parseSpecial }) adds BOS / EOS as llama.cpp does', async () => {
+      const t = await get();
+      expect(mismatches(o.cases, (c) => t.encode(c.text, { parseSpecial: c.parseSpecial }), (c) => c.idsAddSpecial)).toEqual([]);
+      expect(t.addBos).toBe(o.addBos);
+      expect(t.addEos).toBe(o.addEos);
+      // node-llama-cpp reports BOS / EOS only when they are control tokens
+      for (const [ours, theirs] of [[t.bos, o.bos], [t.eos, o.eos]] as const) {
+        if (theirs !== null) expect(ours).toBe(theirs);
+        else if (ours !== null) expect(t.isControl(ours)).toBe(false);
+      }
+      // llama.cpp's EOT is the first candidate in hash-map order; ours may be another candidate,
+      // but both end generation
+      if (o.eot !== null) {
+        expect(t.isEog(o.eot)).toBe(true);
+        expect(t.eot !== null && t.isEog(t.eot)).toBe(true);
+      }
+    });
+
+    it('decode equals llama_detokenize, with and without special tokens rendered', async () => {
+      const t = await get();
+      expect(mismatches(o.cases, (c) => t.decode(c.ids), (c) => c.detokenized)).toEqual([]);
+      expect(mismatches(o.cases, (c) => t.decode(c.ids, { special: true }), (c) => c.detokenizedSpecial)).toEqual([]);
+      expect(mismatches(o.cases, (c) => t.decode(c.idsAddSpecial), (c) => c.detokenizedAddSpecial)).toEqual([]);
+    });
+
+    it('decode(encode(s)) == s wherever llama.cpp round-trips s', async () => {
+      const t = await get();
+      const roundTrips = o.cases.filter((c) => !c.parseSpecial && c.detokenized === c.text);
+      expect(roundTrips.length).toBeGreaterThan(20);
+      for (const c of roundTrips) expect(t.decode(t.encode(c.text, { addSpecial: false })), JSON.stringify(c.text)).toBe(c.text);
+    });
+  });
+}
+
+const greedyFile = path.join(DATA_DIR, 'stories260k-greedy.json');
+const storiesPresent = fs.existsSync(path.join(FIXTURES, 'stories260K.gguf'));
+
+describe.skipIf(!storiesPresent)('stories260K greedy decoding recorded from llama.cpp', () => {
+  it('decodes to the recorded text, which begins as the fixtures README says', async () => {
+    const g = JSON.parse(fs.readFileSync(greedyFile, 'utf8')) as { tokens: number[]; text: string; prompt: number[] };
+    const tok = Tokenizer.fromGguf(await readGguf(path.join(FIXTURES, 'stories260K.gguf')));
+    expect(g.tokens).toHaveLength(200);
+    expect(g.prompt).toEqual([tok.bos]);
+    expect(tok.decode(g.tokens)).toBe(g.text);
+    expect(g.text).toMatch(/^Once upon a time, there was a little girl named Lily\. She loved to play outside in the park\./);
+  });
+});
