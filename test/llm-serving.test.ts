@@ -8,7 +8,8 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Api } from './helpers/api.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
-import { writeTinyChatModel } from './helpers/llm-models.js';
+import { spmVocab, writeTinyChatModel } from './helpers/llm-models.js';
+import { tinyModel, writeGguf } from './helpers/gguf-writer.js';
 import { tempDir } from './helpers/paths.js';
 
 const STORIES = path.resolve(__dirname, '../../shared/fixtures/stories260K.gguf');
@@ -241,6 +242,16 @@ describe('bad input', () => {
     expect((await chat({ messages: hello }, 'nobody')).status).toBe(404);
     expect((await api('POST', '/api/v1/models', { model_id: 'tabular' })).status).toBe(201);
     expect((await chat({ messages: hello }, 'tabular')).status).toBe(400);
+    // A file whose header reads well but which lacks a tensor the engine needs.
+    const broken = tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: 32, nLayer: 1, nHead: 2, nFf: 64, name: 'no-ffn' });
+    broken.spec.tensors = broken.spec.tensors.filter((t) => t.name !== 'blk.0.ffn_up.weight');
+    writeGguf(path.join(modelsDir, 'no-ffn.gguf'), broken.spec);
+    const dep = await deployLibrary(api, 'no-ffn', 'no-ffn');
+    expect(dep.status).toBe('FAILED');
+    expect(dep.reason).toMatch(/ffn_up/);
+    const res = await chat({ messages: hello }, 'no-ffn');
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as any).error.message).toMatch(/failed to load/);
   });
 });
 
