@@ -211,6 +211,16 @@ describe('TreeEnsembleRegressor', () => {
     });
   }
 
+  it('a gradient-boosted ensemble of 300 trees of depth 6 agrees with onnxruntime', async () => {
+    const trees = randomForest({ trees: 300, depth: 6, features: 20, seed: 300, missing: 0.2, leaf: (r) => [[0, Math.fround(0.1 * (r() - 0.5))]] });
+    const bytes = new ModelBuilder({ opsets: ML3 })
+      .input('x', 'float', ['N', 20])
+      .mlNode('TreeEnsembleRegressor', ['x'], ['y'], { ...v3Attributes(trees, 'target_'), n_targets: 1, aggregate_function: 'SUM', post_transform: 'NONE', base_values: attr.floats([0.25]) })
+      .output('y', 'float', ['N', 1])
+      .toBytes();
+    for (const n of [1, 64, 513]) await compareWithOrt(bytes, [{ name: 'x', dims: [n, 20], data: rows(n, 20, n + 7, 0.05) }], undefined, `300 trees N=${n}`);
+  });
+
   it('post transforms: PROBIT for one target; SOFTMAX, LOGISTIC, SOFTMAX_ZERO, PROBIT for three', async () => {
     // onnxruntime's PROBIT (an erf-inverse approximation) turns a 1-ulp difference in the score,
     // which the order of summation decides, into up to ~2e-5 near 0.5: a looser tolerance here.
