@@ -9,15 +9,18 @@ import { plainVocab, referenceModel } from './helpers/llm-reference.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llm-engine-batching-'));
 const file = path.join(dir, 'model.gguf');
+// Wider and with a long context: generation outlasts the checks made while it runs.
+const slowFile = path.join(dir, 'slow.gguf');
 beforeAll(() => {
+  writeGguf(slowFile, referenceModel({ arch: 'llama', vocab: plainVocab(128), nEmbd: 256, nLayer: 4, nHead: 4, nHeadKv: 2, nFf: 512, seed: 6, nCtx: 4096 }).model.spec);
   // No EOS in reach (eos id 2 is fine: random weights rarely pick it; tests accept 'stop').
   const ref = referenceModel({ arch: 'llama', vocab: plainVocab(128), nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 96, seed: 5, nCtx: 512 });
   writeGguf(file, ref.model.spec);
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-async function withModel<T>(options: Parameters<typeof loadModel>[1], fn: (m: LlmModel) => Promise<T>): Promise<T> {
-  const model = await loadModel(file, { threads: 2, ...options });
+async function withModel<T>(options: Parameters<typeof loadModel>[1], fn: (m: LlmModel) => Promise<T>, from = file): Promise<T> {
+  const model = await loadModel(from, { threads: 2, ...options });
   try {
     return await fn(model);
   } finally {
@@ -59,8 +62,8 @@ describe('continuous batching', () => {
   });
 
   it('breaking out of the loop cancels the sequence and frees its KV blocks at once', async () => {
-    await withModel({ kvBlockSize: 4 }, async (m) => {
-      const gen = m.generate([1, 2, 3, 4, 5, 6, 7, 8, 9], { maxTokens: 400 });
+    await withModel({ kvBlockSize: 4, contextLength: 4096 }, async (m) => {
+      const gen = m.generate([1, 2, 3, 4, 5, 6, 7, 8, 9], { maxTokens: 4000 });
       let n = 0;
       for await (const _ of gen) {
         if (++n === 3) {
@@ -74,7 +77,7 @@ describe('continuous batching', () => {
       const r = await gen.result;
       expect(r.finishReason).toBe('cancelled');
       expect(m.stats()).toMatchObject({ running: 0, kvBlocksUsed: 0, kvBlocksReserved: 0 });
-    });
+    }, slowFile);
   });
 
   it('an AbortSignal cancels, before or during generation', async () => {
