@@ -49,8 +49,10 @@ export interface VectorConfig {
   exactScanMax: number;
   /** Queued index work (floats) beyond which upserts wait for the index to catch up. */
   maxBacklogFloats: number;
-  /** Nice value of the vector store's worker threads (0 = the main thread's priority). */
-  workerNice: number;
+  /** Nice value of the ingest worker (parses upsert bodies); 0 = the event loop's priority. */
+  ingestNice: number;
+  /** Nice value of the index worker while it has graph work queued (searches run at 0). */
+  indexNice: number;
 }
 
 export class ConfigError extends Error {}
@@ -114,7 +116,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       compactMinTombstones: integer(env, 'VECTOR_COMPACT_MIN_TOMBSTONES', 1000, 1, 100_000_000),
       exactScanMax: integer(env, 'VECTOR_EXACT_SCAN_MAX', 2000, 0, 100_000_000),
       maxBacklogFloats: integer(env, 'VECTOR_MAX_BACKLOG_FLOATS', 16 * 1024 * 1024, 1024, 2 ** 31 - 1),
-      workerNice: integer(env, 'VECTOR_WORKER_NICE', 10, 0, 19),
+      ingestNice: integer(env, 'VECTOR_INGEST_NICE', 10, 0, 19),
+      indexNice: integer(env, 'VECTOR_INDEX_NICE', 5, 0, 19),
     },
     batching: {
       maxBatchRows: integer(env, 'PREDICT_MAX_BATCH_ROWS', 1024, 1, 1_000_000),

@@ -272,6 +272,27 @@ QUANT_TARGET void attend_scores(int64_t len, int64_t bs, int64_t stride, const f
   }
 }
 
+// out[0..hd) = sum_p w[p * w_stride] * v_p / sum: 64 dimensions (8 accumulators) at a time.
+QUANT_TARGET void weighted_values(int64_t len, int64_t bs, int64_t stride, const float* const* vb,
+                                  const float* w, int64_t w_stride, int64_t hd, float sum, float* out) {
+  const __m256 iv = _mm256_set1_ps(1.0f / sum);
+  for (int64_t i0 = 0; i0 < hd; i0 += 64) {
+    const int64_t nv = std::min<int64_t>(64, hd - i0) / 8;
+    __m256 acc[8];
+    for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < len; ++p) {
+      const float* v = vb[p / bs] + (p % bs) * stride + i0;
+      const __m256 wp = _mm256_broadcast_ss(w + p * w_stride);
+      if (nv == 8) {
+        for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(v + 8 * j), acc[j]);
+      } else {
+        for (int j = 0; j < nv; ++j) acc[j] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(v + 8 * j), acc[j]);
+      }
+    }
+    for (int j = 0; j < nv; ++j) _mm256_storeu_ps(out + i0 + 8 * j, _mm256_mul_ps(acc[j], iv));
+  }
+}
+
 QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* const* kb,
                          const float* const* vb, const float* q, int64_t nq, int64_t hd,
                          float scale, float* scratch, float* out) {
@@ -292,40 +313,38 @@ QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* c
       default: attend_scores<1>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
     }
   }
-  // Softmax per head (column h of s): max, exp, sum.
-  float mx[64];
+  // Softmax per head (column h of s): max, exp, sum. Groups of 8 heads are one vector per position.
+  float sums[64];
   for (int64_t c0 = 0; c0 < nq; c0 += 64) {
     const int64_t cn = std::min<int64_t>(64, nq - c0);
-    for (int64_t h = 0; h < cn; ++h) mx[h] = -INFINITY;
-    for (int64_t p = 0; p < len; ++p)
-      for (int64_t h = 0; h < cn; ++h) mx[h] = std::max(mx[h], s[p * nq + c0 + h]);
-    for (int64_t p = 0; p < len; ++p)
-      for (int64_t h = 0; h < cn; ++h) s[p * nq + c0 + h] -= mx[h];
-  }
-  const int64_t total = len * nq;
-  int64_t e = 0;
-  for (; e + 8 <= total; e += 8) _mm256_storeu_ps(s + e, exp_ps(_mm256_loadu_ps(s + e)));
-  for (; e < total; ++e) s[e] = std::exp(s[e]);
-  for (int64_t h = 0; h < nq; ++h) {
-    float sum = 0.0f;
-    for (int64_t p = 0; p < len; ++p) sum += s[p * nq + h];
-    // Weighted values: 64 dimensions (8 accumulators) at a time.
-    const __m256 iv = _mm256_set1_ps(1.0f / sum);
-    for (int64_t i0 = 0; i0 < hd; i0 += 64) {
-      const int64_t nv = std::min<int64_t>(64, hd - i0) / 8;
-      __m256 acc[8];
-      for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
+    if (cn % 8 == 0) {
+      for (int64_t v0 = 0; v0 < cn; v0 += 8) {
+        float* col = s + c0 + v0;
+        __m256 mx = _mm256_set1_ps(-INFINITY);
+        for (int64_t p = 0; p < len; ++p) mx = _mm256_max_ps(mx, _mm256_loadu_ps(col + p * nq));
+        __m256 sum = _mm256_setzero_ps();
+        for (int64_t p = 0; p < len; ++p) {
+          const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(col + p * nq), mx));
+          _mm256_storeu_ps(col + p * nq, e);
+          sum = _mm256_add_ps(sum, e);
+        }
+        _mm256_storeu_ps(sums + v0, sum);
+      }
+    } else {
+      float mx[64];
+      for (int64_t h = 0; h < cn; ++h) mx[h] = -INFINITY;
+      for (int64_t p = 0; p < len; ++p)
+        for (int64_t h = 0; h < cn; ++h) mx[h] = std::max(mx[h], s[p * nq + c0 + h]);
+      for (int64_t h = 0; h < cn; ++h) sums[h] = 0.0f;
       for (int64_t p = 0; p < len; ++p) {
-        const float* v = vb[p / bs] + (p % bs) * stride + i0;
-        const __m256 w = _mm256_broadcast_ss(s + p * nq + h);
-        if (nv == 8) {
-          for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * j), acc[j]);
-        } else {
-          for (int j = 0; j < nv; ++j) acc[j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * j), acc[j]);
+        for (int64_t h = 0; h < cn; ++h) {
+          const float e = std::exp(s[p * nq + c0 + h] - mx[h]);
+          s[p * nq + c0 + h] = e;
+          sums[h] += e;
         }
       }
-      for (int j = 0; j < nv; ++j) _mm256_storeu_ps(out + h * hd + i0 + 8 * j, _mm256_mul_ps(acc[j], iv));
     }
+    for (int64_t h = 0; h < cn; ++h) weighted_values(len, bs, stride, vb, s + c0 + h, nq, hd, sums[h], out + (c0 + h) * hd);
   }
 }
 

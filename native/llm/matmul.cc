@@ -12,9 +12,9 @@ namespace {
 constexpr int64_t kMinWorkPerThread = int64_t{1} << 15;
 // Multiply-adds per work item: big enough that taking an item (an atomic add) costs nothing,
 // small enough that the last items even out the threads.
-constexpr int64_t kItemWork = int64_t{1} << 21;
-// Activation bytes of one token chunk: they are reread for every tile of rows, from L2.
-constexpr int64_t kChunkActBytes = int64_t{256} << 10;
+constexpr int64_t kItemWork = int64_t{1} << 22;
+// Activation bytes of one token chunk: they are reread for every panel of rows, from L2 / L3.
+constexpr int64_t kChunkActBytes = int64_t{512} << 10;
 
 int threads_for(const WeightMatrix& w, int64_t n, int max_threads) {
   const int64_t by_work = std::max<int64_t>(1, w.rows * w.cols * n / kMinWorkPerThread);
@@ -154,8 +154,8 @@ void matmul_multi(const WeightMatrix* const* ws, float* const* ys, int count, co
       if (need_k) k.quantize_q8_k(x + t * cols, reinterpret_cast<cpu::BlockQ8_K*>(ctx.act_k.data() + t * k_row), cols);
     }
   };
-  if (n >= 8) {
-    parallel_for(0, n, std::min<int64_t>(ctx.threads, n / 4), quantize);
+  if (n >= 64) {
+    parallel_for(0, n, ctx.threads, quantize);
   } else {
     quantize(0, n);
   }
@@ -165,8 +165,9 @@ void matmul_multi(const WeightMatrix* const* ws, float* const* ys, int count, co
   const int64_t chunk = std::clamp<int64_t>(kChunkActBytes / std::max<int64_t>(act_row, 1), 8, 256);
   const int64_t tc = std::min(n, chunk);
   const int64_t n_chunks = (n + tc - 1) / tc;
+  // Rows per item: a multiple of 16 (the tile kernels take 16-row panels).
   int64_t group = kItemWork / std::max<int64_t>(1, tc * cols);
-  group = std::clamp<int64_t>((group + 3) / 4 * 4, 4, 256);
+  group = std::clamp<int64_t>((group + 15) / 16 * 16, 16, 256);
   struct Span {
     int m;
     int64_t first_item;

@@ -2,7 +2,10 @@
 #include "model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "../core/thread_pool.h"
 
@@ -54,7 +57,7 @@ int64_t require_uint(const GgufFile& f, const std::string& key) {
 
 // out[n, dim] = x / rms(x) * w, per row (rows split across threads when there are many).
 void rmsnorm(float* out, const float* x, const float* w, int64_t n, int64_t dim, float eps, int threads) {
-  parallel_for(0, n, n >= 16 ? threads : 1, [&](int64_t t0, int64_t t1) {
+  parallel_for(0, n, n >= 64 ? threads : 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const float* xr = x + t * dim;
       float* o = out + t * dim;
@@ -95,6 +98,53 @@ void rope(float* x, int64_t n, int64_t heads, int64_t head_dim, int64_t rope_dim
 }
 
 }  // namespace
+
+StageProfile::StageProfile() {
+  const char* env = std::getenv("PLATFORM_LLM_PROFILE");
+  enabled_ = env != nullptr && *env != '\0' && *env != '0';
+}
+
+namespace {
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+void StageProfile::begin(int64_t n) {
+  if (!enabled_) return;
+  cls_ = n == 1 ? 0 : n <= 32 ? 1 : 2;
+  ++steps_[cls_];
+  tokens_[cls_] += n;
+  last_ns_ = now_ns();
+}
+
+void StageProfile::mark(Stage s) {
+  if (!enabled_) return;
+  const int64_t t = now_ns();
+  seconds_[cls_][s] += static_cast<double>(t - last_ns_) * 1e-9;
+  last_ns_ = t;
+}
+
+void StageProfile::end() {}
+
+StageProfile::~StageProfile() {
+  if (!enabled_) return;
+  static const char* const names[kCount] = {"embed+rope angles", "rmsnorm", "matmul q,k,v", "rope+kv write",
+                                            "attention", "matmul wo", "matmul gate,up", "silu*up",
+                                            "matmul down", "residual adds", "output norm+matmul"};
+  static const char* const classes[kClasses] = {"1 token", "2-32 tokens", ">32 tokens"};
+  for (int c = 0; c < kClasses; ++c) {
+    if (steps_[c] == 0) continue;
+    double total = 0;
+    for (double v : seconds_[c]) total += v;
+    std::fprintf(stderr, "[llm profile] steps of %s: %lld steps, %lld tokens, %.3f s (%.2f ms/step)\n", classes[c],
+                 static_cast<long long>(steps_[c]), static_cast<long long>(tokens_[c]), total, total * 1e3 / static_cast<double>(steps_[c]));
+    for (int s = 0; s < kCount; ++s) {
+      std::fprintf(stderr, "[llm profile]   %-20s %8.3f ms/step %5.1f%%\n", names[s], seconds_[c][s] * 1e3 / static_cast<double>(steps_[c]),
+                   total > 0 ? 100.0 * seconds_[c][s] / total : 0.0);
+    }
+  }
+}
 
 std::unique_ptr<Model> Model::load(const std::string& path) {
   auto m = std::unique_ptr<Model>(new Model());
@@ -251,6 +301,8 @@ const std::vector<float>& Model::forward(const std::vector<BatchEntry>& batch, K
     n_logits += batch[e].all_logits ? batch[e].n_tokens : 1;
   }
   const int64_t n = static_cast<int64_t>(tokens.size());
+  StageProfile& prof = profile_;
+  prof.begin(n);
   auto size = [](std::vector<float>& v, int64_t count) { v.resize(static_cast<size_t>(count)); };
   size(x_, n * dim); size(xb_, n * dim); size(xb2_, n * dim);
   size(q_, n * qd); size(k_, n * kvd); size(v_, n * kvd); size(att_, n * qd);
@@ -267,17 +319,20 @@ const std::vector<float>& Model::forward(const std::vector<BatchEntry>& batch, K
       rope_sin_[t * half + i] = static_cast<float>(std::sin(a));
     }
   }
+  prof.mark(StageProfile::kEmbed);
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
     // --- attention ---
     rmsnorm(xb_.data(), x_.data(), L.attn_norm.data(), n, dim, c.rms_eps, mm.threads);  // xb[n, dim]
+    prof.mark(StageProfile::kNorm);
     {
       // q[n, n_heads * hd], k[n, n_kv_heads * hd], v[n, n_kv_heads * hd]
       const WeightMatrix* ws[] = {&L.wq, &L.wk, &L.wv};
       float* ys[] = {q_.data(), k_.data(), v_.data()};
       matmul_multi(ws, ys, 3, xb_.data(), n, mm);
     }
+    prof.mark(StageProfile::kQkv);
     add_bias(q_.data(), L.bq, n);
     add_bias(k_.data(), L.bk, n);
     add_bias(v_.data(), L.bv, n);
@@ -290,22 +345,32 @@ const std::vector<float>& Model::forward(const std::vector<BatchEntry>& batch, K
       std::copy_n(&k_[t * kvd], kvd, kv.k(l, blocks[p / bs], p % bs));
       std::copy_n(&v_[t * kvd], kvd, kv.v(l, blocks[p / bs], p % bs));
     }
+    prof.mark(StageProfile::kRopeKv);
     attention(batch, kv, l, mm);                     // att[n, n_heads * hd]
+    prof.mark(StageProfile::kAttention);
     matmul(L.wo, att_.data(), n, xb2_.data(), mm);   // xb2[n, dim]
+    prof.mark(StageProfile::kWo);
     for (int64_t i = 0; i < n * dim; ++i) x_[i] += xb2_[i];
+    prof.mark(StageProfile::kResidual);
 
     // --- SiLU-gated feed-forward ---
     rmsnorm(xb_.data(), x_.data(), L.ffn_norm.data(), n, dim, c.rms_eps, mm.threads);
+    prof.mark(StageProfile::kNorm);
     {
       const WeightMatrix* ws[] = {&L.w_gate, &L.w_up};
       float* ys[] = {hb_.data(), hb2_.data()};  // hb[n, ff], hb2[n, ff]
       matmul_multi(ws, ys, 2, xb_.data(), n, mm);
     }
-    parallel_for(0, n, n >= 8 ? mm.threads : 1, [&](int64_t t0, int64_t t1) {
+    prof.mark(StageProfile::kGateUp);
+    // Elementwise work under ~100 us is not worth waking the pool for.
+    parallel_for(0, n, n >= 64 ? mm.threads : 1, [&](int64_t t0, int64_t t1) {
       mm.kernels->silu_mul(&hb_[t0 * ff], &hb2_[t0 * ff], (t1 - t0) * ff);
     });
+    prof.mark(StageProfile::kSilu);
     matmul(L.w_down, hb_.data(), n, xb2_.data(), mm);  // xb2[n, dim]
+    prof.mark(StageProfile::kDown);
     for (int64_t i = 0; i < n * dim; ++i) x_[i] += xb2_[i];
+    prof.mark(StageProfile::kResidual);
   }
 
   // Final norm and output projection, only for the rows whose logits are wanted.
@@ -319,6 +384,8 @@ const std::vector<float>& Model::forward(const std::vector<BatchEntry>& batch, K
   }
   size(logits_, n_logits * c.vocab);
   matmul(output_, xb_.data(), n_logits, logits_.data(), mm);  // logits[n_logits, vocab]
+  prof.mark(StageProfile::kOutput);
+  prof.end();
   return logits_;
 }
 

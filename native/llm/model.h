@@ -52,6 +52,28 @@ struct BatchEntry {
   bool all_logits = false;
 };
 
+// Wall time per stage of the forward pass, by batch size (env PLATFORM_LLM_PROFILE=1: printed to
+// stderr when the model is destroyed). Off, it costs one branch per stage.
+class StageProfile {
+ public:
+  enum Stage { kEmbed, kNorm, kQkv, kRopeKv, kAttention, kWo, kGateUp, kSilu, kDown, kResidual, kOutput, kCount };
+  static constexpr int kClasses = 3;  // 1 token, 2..32 tokens, more
+
+  StageProfile();
+  ~StageProfile();
+  bool enabled() const { return enabled_; }
+  void begin(int64_t n);        // a forward step of n tokens starts
+  void mark(Stage s);           // the time since the previous mark goes to s
+  void end();
+
+ private:
+  bool enabled_ = false;
+  int cls_ = 0;
+  int64_t last_ns_ = 0;
+  double seconds_[kClasses][kCount] = {};
+  int64_t steps_[kClasses] = {}, tokens_[kClasses] = {};
+};
+
 class Model {
  public:
   // Maps, validates and wires up the weights. Throws GgufError with a one-line message.
@@ -90,6 +112,7 @@ class Model {
   std::vector<float> rope_cos_, rope_sin_;  // [n][rope_dim / 2]
   std::vector<int64_t> pos_;                // [n] position of each token
   std::vector<int32_t> entry_of_;           // [n] batch entry of each token
+  StageProfile profile_;
 };
 
 }  // namespace platform::llm

@@ -1,7 +1,7 @@
 // The three distances of DESIGN.md section 6 and how hnswlib's spaces map onto them:
 //
 //   metric  hnswlib space  hnswlib returns            we report
-//   cosine  'cosine'       1 - dot(a/|a|, b/|b|)      as is: 1 - cos(a, b)
+//   cosine  'cosine'       1 - dot(a/|a|, b/|b|)      as is: 1 - cos(a, b) (not below 0)
 //   l2      'l2'           sum((a - b)^2)             its square root: the Euclidean distance
 //   dot     'ip'           1 - dot(a, b)              minus one: -(a . b)
 //
@@ -16,7 +16,7 @@ export const SPACE: Record<Metric, SpaceName> = { cosine: 'cosine', l2: 'l2', do
 export function fromSpace(metric: Metric, d: number): number {
   switch (metric) {
     case 'cosine':
-      return d;
+      return Math.max(0, d); // rounding can put an identical vector a hair below 0
     case 'l2':
       return Math.sqrt(Math.max(0, d));
     case 'dot':
@@ -40,7 +40,7 @@ export function exactDistance(metric: Metric, q: ArrayLike<number>, p: ArrayLike
   }
   let dot = 0;
   for (let i = 0; i < n; i++) dot += q[i]! * p[i]!;
-  return metric === 'cosine' ? 1 - dot : -dot;
+  return metric === 'cosine' ? Math.max(0, 1 - dot) : -dot;
 }
 
 /** The vector scaled to unit length, as hnswlib's cosine space stores it (zero stays zero). */

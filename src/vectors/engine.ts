@@ -15,6 +15,7 @@ import { collectionDir, findCheckpoint, removeCheckpoint, sweepCollectionDir, sw
 import { SPACE } from './distance.js';
 import { Partition, type ApplyJob, type Hnsw, type ReadJob } from './partition.js';
 import hnswlib from 'hnswlib-node';
+import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
 import {
   VectorStoreError,
   type CollectionRecord,
@@ -42,48 +43,12 @@ interface CollectionState {
   lastSeq: number;
 }
 
-interface CollectionRow {
-  id: number;
-  name: string;
-  dimension: number;
-  metric: Metric;
-  description: string;
-  multi_tenant: number;
-  hnsw_m: number;
-  ef_construction: number;
-  ef_search: number;
-  vector_count: number;
-  last_seq: number;
-  created_at: number;
-}
-
 interface VectorRow {
   id: string;
   label: number;
   seq: number;
   properties: string;
   vec: Buffer | null;
-}
-
-export function collectionFromRow(r: CollectionRow): CollectionRecord {
-  return {
-    id: r.id,
-    name: r.name,
-    dimension: r.dimension,
-    metric: r.metric,
-    description: r.description,
-    multiTenant: r.multi_tenant === 1,
-    hnsw: { m: r.hnsw_m, efConstruction: r.ef_construction, ef: r.ef_search },
-    vectorCount: r.vector_count,
-    createdAt: r.created_at,
-  };
-}
-
-/** A float32 blob as a Float32Array of its own (blobs need not be 4-byte aligned). */
-export function blobToFloats(blob: Buffer): Float32Array {
-  const out = new Float32Array(blob.byteLength / 4);
-  new Uint8Array(out.buffer).set(blob);
-  return out;
 }
 
 export class VectorEngine {
@@ -98,6 +63,8 @@ export class VectorEngine {
   constructor(
     private readonly settings: WorkerSettings,
     private readonly log: LogFn,
+    /** Told when graph work starts and stops (the index worker lowers its priority meanwhile). */
+    private readonly setBulk: (bulk: boolean) => void = () => undefined,
   ) {
     this.db = new Database(settings.dbPath);
     this.db.pragma('synchronous = FULL');
@@ -208,19 +175,21 @@ export class VectorEngine {
     let old = 0;
     let replayed = 0;
     let maxSeq = Math.max(0, since);
+    // Rebuilding, points go into the fresh graph as they are read. Replaying, they wait until the
+    // stale labels are tombstoned, so that they can take over those slots (and the graph's room
+    // is counted right); there are at most the changes since the checkpoint.
     const batch: Array<{ label: number; values: Float32Array }> = [];
-    const flush = () => {
-      p.bulkAdd(batch);
-      replayed += batch.length;
-      batch.length = 0;
-    };
     for (const row of this.stmt.loadPartition.iterate(since, record.id, tenant) as IterableIterator<VectorRow>) {
       p.commitPut(row.id, row.label, JSON.parse(row.properties) as Properties);
       if (row.seq > maxSeq) maxSeq = row.seq;
       if (row.vec) {
         if (inGraph.has(row.label)) return undefined;
         batch.push({ label: row.label, values: blobToFloats(row.vec) });
-        if (batch.length >= 1024) flush();
+        if (!index && batch.length >= 1024) {
+          p.bulkAdd(batch);
+          replayed += batch.length;
+          batch.length = 0;
+        }
       } else {
         if (!inGraph.has(row.label)) return undefined;
         old++;
@@ -239,7 +208,8 @@ export class VectorEngine {
         }
       }
     }
-    flush();
+    p.bulkAdd(batch);
+    replayed += batch.length;
     p.appliedSeq = maxSeq;
     p.dirty = replayed + tombstoned;
     p.index.setEf(record.hnsw.ef);
@@ -299,7 +269,7 @@ export class VectorEngine {
 
   private collection(collectionId: number): CollectionState {
     const c = this.collections.get(collectionId);
-    if (!c) throw new VectorStoreError('not_found', `no vector collection with id ${collectionId}`, 'collection_name');
+    if (!c) throw new VectorStoreError('not_found', `the vector collection was deleted while this request was on its way (id ${collectionId})`, 'collection_name');
     return c;
   }
 
@@ -520,6 +490,7 @@ export class VectorEngine {
 
   private pump(): void {
     this.pumpScheduled = false;
+    this.setBulk(true);
     const started = performance.now();
     for (const p of [...this.busy]) {
       while (p.backlog.length > 0) {
@@ -544,6 +515,7 @@ export class VectorEngine {
     }
     this.checkWaiters();
     if (this.busy.size > 0) this.schedulePump();
+    else this.setBulk(false);
   }
 
   private afterApply(p: Partition): void {
@@ -596,6 +568,9 @@ export class VectorEngine {
 
 function project(props: Properties, names: string[]): Properties {
   const out: Properties = {};
-  for (const name of names) if (Object.hasOwn(props, name)) out[name] = props[name];
+  for (const name of names) {
+    // defineProperty, not assignment: a property may be called "__proto__".
+    if (Object.hasOwn(props, name)) Object.defineProperty(out, name, { value: props[name], enumerable: true, writable: true, configurable: true });
+  }
   return out;
 }

@@ -3,22 +3,13 @@
 // answers the main thread's requests (worker-client.ts) in the order they arrive.
 import { parentPort, workerData } from 'node:worker_threads';
 import { VectorEngine } from './engine.js';
-import { VectorStoreError, type WorkerOps, type WorkerRequest, type WorkerResponse, type WorkerSettings } from './types.js';
+import { bulkPriority } from './thread-priority.js';
+import type { WorkerOps, WorkerSettings } from './types.js';
+import { serve } from './worker-protocol.js';
 
-const port = parentPort!;
-const post = (msg: WorkerResponse) => port.postMessage(msg);
-
-const engine = new VectorEngine(workerData as WorkerSettings, (level, msg, data) => post({ log: { level, msg, ...(data ? { data } : {}) } }));
-let loadError: Error | undefined;
-try {
-  engine.load();
-} catch (err) {
-  loadError = err as Error;
-  post({ log: { level: 'error', msg: `the vector store could not load its indexes: ${loadError.message}` } });
-}
-
-type Handler<K extends keyof WorkerOps> = (arg: WorkerOps[K][0]) => WorkerOps[K][1] | Promise<WorkerOps[K][1]>;
-const handlers: { [K in keyof WorkerOps]: Handler<K> } = {
+const settings = workerData as WorkerSettings;
+let engine!: VectorEngine;
+const handlers: { [K in keyof WorkerOps]: (arg: WorkerOps[K][0]) => WorkerOps[K][1] | Promise<WorkerOps[K][1]> } = {
   createCollection: (arg) => engine.createCollection(arg),
   dropCollection: (arg) => engine.dropCollection(arg.collectionId),
   upsert: (arg) => engine.upsert(arg),
@@ -30,18 +21,18 @@ const handlers: { [K in keyof WorkerOps]: Handler<K> } = {
   close: () => engine.close(),
 };
 
-port.on('message', (req: WorkerRequest) => {
-  const reply = (result: unknown) => post({ id: req.id, ok: true, result });
-  const fail = (err: unknown) => {
-    if (err instanceof VectorStoreError) post({ id: req.id, ok: false, error: { code: err.code, message: err.message, param: err.param } });
-    else post({ id: req.id, ok: false, error: { code: 'internal', message: (err as Error)?.stack ?? String(err), param: null } });
-  };
-  try {
-    if (loadError) throw loadError;
-    const result = (handlers[req.op] as Handler<typeof req.op>)(req.arg as never);
-    if (result instanceof Promise) result.then(reply, fail);
-    else reply(result);
-  } catch (err) {
-    fail(err);
-  }
+let loadError: Error | undefined;
+const log = serve(parentPort!, (op, arg) => {
+  if (loadError) throw loadError;
+  const handler = handlers[op as keyof WorkerOps] as ((arg: unknown) => unknown) | undefined;
+  if (!handler) throw new Error(`unknown operation ${op}`);
+  return handler(arg);
 });
+
+try {
+  engine = new VectorEngine(settings, (level, msg, data) => log({ level, msg, ...(data ? { data } : {}) }), bulkPriority(settings.nice));
+  engine.load();
+} catch (err) {
+  loadError = err as Error;
+  log({ level: 'error', msg: `the vector store could not load its indexes: ${loadError.message}` });
+}

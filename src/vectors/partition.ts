@@ -167,11 +167,6 @@ export class Partition {
     index.resizeIndex(capacity);
   }
 
-  private addPoint(index: Hnsw, point: number[], label: number): void {
-    this.ensureRoom(index, 1);
-    index.addPoint(point, label, true);
-  }
-
   private markDeleted(index: Hnsw, label: number): boolean {
     try {
       index.markDelete(label);
@@ -198,13 +193,17 @@ export class Partition {
       job.deletesDone = true;
     }
     const dim = this.dimension;
-    if (job.next < job.labels.length) this.ensureRoom(this.index, job.labels.length - job.next);
+    const remaining = job.labels.length - job.next;
+    if (remaining > 0) {
+      this.ensureRoom(this.index, remaining);
+      if (this.compaction) this.ensureRoom(this.compaction.next, remaining);
+    }
     while (job.next < job.labels.length) {
       const row = job.rows[job.next]!;
       const label = job.labels[job.next]!;
       const point = Array.from(job.values.subarray(row * dim, row * dim + dim));
-      this.addPoint(this.index, point, label);
-      if (this.compaction) this.addPoint(this.compaction.next, point, label);
+      this.index.addPoint(point, label, true);
+      if (this.compaction) this.compaction.next.addPoint(point, label, true);
       this.indexLive++;
       this.dirty++;
       this.backlogFloats -= dim;
@@ -239,6 +238,7 @@ export class Partition {
   compactSlice(budgetMs: number): boolean {
     const c = this.compaction!;
     const started = performance.now();
+    this.ensureRoom(c.next, c.labels.length - c.pos);
     while (c.pos < c.labels.length) {
       const label = c.labels[c.pos++]!;
       let point: number[];
@@ -247,7 +247,7 @@ export class Partition {
       } catch {
         continue; // deleted since the compaction began
       }
-      this.addPoint(c.next, point, label);
+      c.next.addPoint(point, label, true);
       if ((c.pos & 7) === 0 && performance.now() - started > budgetMs) return false;
     }
     this.index = c.next;
@@ -268,19 +268,18 @@ export class Partition {
   ): { labels: number[]; distances: number[]; strategy: 'graph' | 'filtered-graph' | 'exact' | 'empty' } {
     const empty = { labels: [], distances: [], strategy: 'empty' as const };
     if (this.indexLive === 0) return empty;
-    const q = this.metric === 'cosine' ? normalized(query) : query;
     const point = Array.from(query);
     if (filter === undefined) {
       const want = Math.min(k, this.indexLive);
       const found = this.graphSearch(point, want, this.hnsw.ef);
       if (found.labels.length >= want) return { ...found, strategy: 'graph' };
-      return { ...this.exact(q, this.live, k), strategy: 'exact' };
+      return { ...this.exact(query, this.live, k), strategy: 'exact' };
     }
     const match = compileFilter(filter);
     const allowed: number[] = [];
     for (const label of this.live) if (match(this.props.get(label)!)) allowed.push(label);
     if (allowed.length === 0) return empty;
-    if (allowed.length <= exactScanMax) return { ...this.exact(q, allowed, k), strategy: 'exact' };
+    if (allowed.length <= exactScanMax) return { ...this.exact(query, allowed, k), strategy: 'exact' };
     // Selective enough that the graph must look further for `k` matches: raise ef with the
     // inverse of the fraction that matches (up to 8x).
     const want = Math.min(k, allowed.length);
@@ -289,7 +288,7 @@ export class Partition {
     const set = new Set(allowed);
     const found = this.graphSearch(point, want, ef, (label) => set.has(label));
     if (found.labels.length >= want) return { ...found, strategy: 'filtered-graph' };
-    return { ...this.exact(q, allowed, k), strategy: 'exact' };
+    return { ...this.exact(query, allowed, k), strategy: 'exact' };
   }
 
   private graphSearch(point: number[], k: number, ef: number, filter?: (label: number) => boolean) {
@@ -303,7 +302,9 @@ export class Partition {
   }
 
   /** Exact k nearest among `labels`, from the graph's stored points. */
-  private exact(q: Float32Array, labels: readonly number[], k: number): { labels: number[]; distances: number[] } {
+  private exact(query: Float32Array, labels: readonly number[], k: number): { labels: number[]; distances: number[] } {
+    // hnswlib holds cosine points at unit length; the query is brought to it too.
+    const q = this.metric === 'cosine' ? normalized(query) : query;
     const scored: Array<{ label: number; d: number }> = [];
     for (const label of labels) {
       let p: number[];

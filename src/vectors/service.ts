@@ -1,24 +1,19 @@
-// The vector store as the routes see it: checks each request against its collection (dimension,
-// tenants, ids, numbers) on the main thread, where a refusal costs nothing and names the field
-// at fault, then hands the work to the index worker. Fetch and the collection listings read
-// SQLite directly: they are point reads that need no graph.
+// The vector store as the routes see it. Requests are checked against their collection
+// (dimension, tenants, ids, numbers) before any work starts, so that a refusal names the field at
+// fault and writes nothing: upsert bodies in the ingest worker (they are large), the others here.
+// The index worker then does the work. Fetch and the collection listings read SQLite directly:
+// they are point reads that need no graph.
 import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { VectorConfig } from '../config.js';
 import { conflict, invalidArgument, notFound } from '../errors.js';
 import type { Db } from '../store/database.js';
-import { FLOAT32_MAX, float32ArrayToNumbers } from './distance.js';
-import { blobToFloats, collectionFromRow } from './engine.js';
+import { float32ArrayToNumbers } from './distance.js';
+import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
 import { parseFilter } from './filter.js';
-import {
-  MAX_ID_LENGTH,
-  type CollectionRecord,
-  type IndexStats,
-  type Metric,
-  type Properties,
-  type VectorKey,
-} from './types.js';
-import { IndexWorker } from './worker-client.js';
+import { checkDimension, checkId, itemTenant, packNumbers, tenantOf } from './requests.js';
+import type { CollectionRecord, IndexStats, IngestOps, Metric, Properties, VectorKey, WorkerOps } from './types.js';
+import { WorkerClient } from './worker-client.js';
 
 // ---- request bodies (after schema validation: types are right, the rest is checked here) ----
 
@@ -29,12 +24,6 @@ export interface CreateCollectionBody {
   description?: string;
   multi_tenant?: boolean;
   hnsw?: { m?: number; ef_construction?: number; ef?: number };
-}
-
-export interface UpsertBody {
-  collection_name: string;
-  tenant_id?: string;
-  vector: Array<{ id: string; values: number[]; properties?: Properties; tenant_id?: string }>;
 }
 
 export interface SearchBody {
@@ -101,33 +90,9 @@ const collectionJson = (c: CollectionRecord, stats?: IndexStats): CollectionJson
   ...(stats ? { index: stats } : {}),
 });
 
-const isPlainObject = (v: unknown): v is Properties => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-function checkId(id: string, param: string): void {
-  if (id.length === 0) throw invalidArgument(`${param} is empty; an id is 1 to ${MAX_ID_LENGTH} characters`, param);
-  if (id.length > MAX_ID_LENGTH) throw invalidArgument(`${param} has ${id.length} characters; an id is at most ${MAX_ID_LENGTH}`, param);
-}
-
-/** Copies numbers into `out` at `offset`, refusing anything a float32 cannot hold. */
-function packNumbers(values: number[], out: Float32Array, offset: number, param: string): void {
-  for (let j = 0; j < values.length; j++) {
-    const x = values[j]!;
-    if (typeof x !== 'number' || !Number.isFinite(x)) {
-      throw invalidArgument(`${param}[${j}] is ${typeof x === 'number' ? String(x) : typeof x}; every value must be a finite number`, `${param}[${j}]`);
-    }
-    if (Math.abs(x) > FLOAT32_MAX) throw invalidArgument(`${param}[${j}] is ${x}, beyond the float32 range (±3.4e38)`, `${param}[${j}]`);
-    out[offset + j] = x;
-  }
-}
-
-function checkDimension(c: CollectionRecord, values: number[], param: string): void {
-  if (values.length !== c.dimension) {
-    throw invalidArgument(`${param} has ${values.length} numbers; the collection "${c.name}" has dimension ${c.dimension}`, param);
-  }
-}
-
 export class VectorService {
-  private readonly worker: IndexWorker;
+  private readonly worker: WorkerClient<WorkerOps>;
+  private readonly ingest: WorkerClient<IngestOps>;
   private readonly byName = new Map<string, CollectionRecord>();
   private readonly stmt;
 
@@ -137,7 +102,8 @@ export class VectorService {
     dataDir: string,
     log: FastifyBaseLogger,
   ) {
-    this.worker = new IndexWorker(
+    this.worker = new WorkerClient<WorkerOps>(
+      'index-worker',
       {
         dbPath: db.name,
         indexDir: path.join(dataDir, 'vectors'),
@@ -146,6 +112,7 @@ export class VectorService {
         compactMinTombstones: config.compactMinTombstones,
         exactScanMax: config.exactScanMax,
         maxBacklogFloats: config.maxBacklogFloats,
+        nice: config.indexNice,
       },
       log,
     );
@@ -154,34 +121,36 @@ export class VectorService {
       byName: db.prepare('SELECT * FROM vector_collections WHERE name = ?'),
       fetch: db.prepare('SELECT vec, properties FROM vectors WHERE collection_id = ? AND tenant = ? AND id = ?'),
     };
-    for (const row of this.stmt.all.all() as Parameters<typeof collectionFromRow>[0][]) {
+    for (const row of this.stmt.all.all() as CollectionRow[]) {
       const c = collectionFromRow(row);
       this.byName.set(c.name, c);
     }
-    // Start loading the indexes now rather than on the first request.
-    this.worker.start();
+    // The ingest worker keeps a copy of the collections: sent when it starts (or restarts after a
+    // crash) and again after every create and delete.
+    this.ingest = new WorkerClient<IngestOps>('ingest-worker', { nice: config.ingestNice }, log, (client) => {
+      void client.call('setCollections', { collections: this.collectionInfos() }).catch(() => undefined);
+    });
+    // With collections on disk, start loading their indexes now rather than on the first request;
+    // without any, the workers start when the vector store is first used.
+    if (this.byName.size > 0) this.worker.start();
+  }
+
+  private collectionInfos() {
+    return [...this.byName.values()].map((c) => ({ id: c.id, name: c.name, dimension: c.dimension, multiTenant: c.multiTenant }));
+  }
+
+  /**
+   * Messages to a worker are handled in order, so every upsert sent after this sees the change.
+   * A failure needs no handling: a restarted ingest worker gets the list from onStart.
+   */
+  private async syncIngest(): Promise<void> {
+    await this.ingest.call('setCollections', { collections: this.collectionInfos() }).catch(() => undefined);
   }
 
   private collection(name: string, param = 'collection_name'): CollectionRecord {
     const c = this.byName.get(name);
     if (!c) throw notFound(`no vector collection named "${name}"`, param);
     return c;
-  }
-
-  private tenantOf(c: CollectionRecord, given: string | undefined, param: string): string {
-    if (c.multiTenant) {
-      if (given === undefined) throw invalidArgument(`the collection "${c.name}" is multi-tenant: ${param} is required`, param);
-      return given;
-    }
-    if (given !== undefined) throw invalidArgument(`the collection "${c.name}" has no tenants: remove ${param}`, param);
-    return '';
-  }
-
-  private missingTenant(c: CollectionRecord, at: string) {
-    return invalidArgument(
-      `${at} has no tenant_id and the request none either; the collection "${c.name}" is multi-tenant`,
-      'tenant_id',
-    );
   }
 
   // ---- collections ----
@@ -201,17 +170,18 @@ export class VectorService {
       },
     });
     this.byName.set(record.name, record);
+    await this.syncIngest();
     return collectionJson(record);
   }
 
   listCollections(): CollectionJson[] {
-    return (this.stmt.all.all() as Parameters<typeof collectionFromRow>[0][]).map((r) => collectionJson(collectionFromRow(r)));
+    return (this.stmt.all.all() as CollectionRow[]).map((r) => collectionJson(collectionFromRow(r)));
   }
 
   async getCollection(name: string): Promise<CollectionJson> {
     const c = this.collection(name, 'name');
     const stats = await this.worker.call('stats', { collectionId: c.id });
-    const row = this.stmt.byName.get(name) as Parameters<typeof collectionFromRow>[0] | undefined;
+    const row = this.stmt.byName.get(name) as CollectionRow | undefined;
     if (!row) throw notFound(`no vector collection named "${name}"`, 'name');
     return collectionJson(collectionFromRow(row), stats);
   }
@@ -224,53 +194,27 @@ export class VectorService {
     } catch (err) {
       this.byName.set(name, c);
       throw err;
+    } finally {
+      await this.syncIngest();
     }
     return { name, deleted: true };
   }
 
   // ---- the five operations ----
 
-  async upsert(body: UpsertBody): Promise<{ num_affected: number }> {
-    const c = this.collection(body.collection_name);
-    const n = body.vector.length;
-    const dim = c.dimension;
-    const values = new Float32Array(n * dim);
-    const ids = new Array<string>(n);
-    const tenants = new Array<string>(n);
-    const properties = new Array<Properties>(n);
-    const seen = new Map<string, number>();
-    for (let i = 0; i < n; i++) {
-      const v = body.vector[i]!;
-      const at = `vector[${i}]`;
-      checkId(v.id, `${at}.id`);
-      let tenant: string;
-      if (v.tenant_id !== undefined && body.tenant_id !== undefined && v.tenant_id !== body.tenant_id) {
-        throw invalidArgument(`${at}.tenant_id "${v.tenant_id}" differs from the request's tenant_id "${body.tenant_id}"`, `${at}.tenant_id`);
-      }
-      if (v.tenant_id !== undefined) tenant = this.tenantOf(c, v.tenant_id, `${at}.tenant_id`);
-      else if (body.tenant_id !== undefined || !c.multiTenant) tenant = this.tenantOf(c, body.tenant_id, 'tenant_id');
-      else throw this.missingTenant(c, at);
-      const key = `${tenant}\u0000${v.id}`;
-      const first = seen.get(key);
-      if (first !== undefined) {
-        throw invalidArgument(`${at}.id "${v.id}" repeats vector[${first}].id; an id may appear once per request`, `${at}.id`);
-      }
-      seen.set(key, i);
-      checkDimension(c, v.values, `${at}.values`);
-      packNumbers(v.values, values, i * dim, `${at}.values`);
-      const props = v.properties ?? {};
-      if (!isPlainObject(props)) throw invalidArgument(`${at}.properties must be a JSON object`, `${at}.properties`);
-      ids[i] = v.id;
-      tenants[i] = tenant;
-      properties[i] = props;
-    }
-    const res = await this.worker.call('upsert', { collectionId: c.id, ids, tenants, values, properties }, [values.buffer as ArrayBuffer]);
+  /** An upsert body as bytes: parsed and checked by the ingest worker, written by the index worker. */
+  async upsert(bytes: Buffer): Promise<{ num_affected: number }> {
+    // The bytes are copied once into a buffer of their own, so that it can move to the worker.
+    const copy = new Uint8Array(bytes.byteLength);
+    copy.set(bytes);
+    const batch = await this.ingest.call('parseUpsert', { bytes: copy }, [copy.buffer]);
+    const res = await this.worker.call('upsert', batch, [batch.values.buffer as ArrayBuffer]);
     return { num_affected: res.numAffected };
   }
 
   async search(body: SearchBody): Promise<{ search_results: SearchResultJson[] }> {
     const c = this.collection(body.collection_name);
-    const tenant = this.tenantOf(c, body.tenant_id, 'tenant_id');
+    const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     checkDimension(c, body.reference_vector.element, 'reference_vector.element');
     const query = new Float32Array(c.dimension);
     packNumbers(body.reference_vector.element, query, 0, 'reference_vector.element');
@@ -297,13 +241,7 @@ export class VectorService {
     const keys: VectorKey[] = body.vector_identifiers.map((v, i) => {
       const at = `vector_identifiers[${i}]`;
       checkId(v.vector_id, `${at}.vector_id`);
-      if (v.tenant_id !== undefined && body.tenant_id !== undefined && v.tenant_id !== body.tenant_id) {
-        throw invalidArgument(`${at}.tenant_id "${v.tenant_id}" differs from the request's tenant_id "${body.tenant_id}"`, `${at}.tenant_id`);
-      }
-      if (v.tenant_id !== undefined) return { tenant: this.tenantOf(c, v.tenant_id, `${at}.tenant_id`), id: v.vector_id };
-      if (body.tenant_id === undefined && c.multiTenant) throw this.missingTenant(c, at);
-      const tenant = this.tenantOf(c, body.tenant_id, 'tenant_id');
-      return { tenant, id: v.vector_id };
+      return { tenant: itemTenant(c, v.tenant_id, body.tenant_id, at), id: v.vector_id };
     });
     const res = await this.worker.call('delete', { collectionId: c.id, keys });
     return { num_vectors_deleted: res.numDeleted };
@@ -311,7 +249,7 @@ export class VectorService {
 
   fetch(collectionName: string, id: string, tenantId: string | undefined): { vector: VectorJson } {
     const c = this.collection(collectionName, 'collection');
-    const tenant = this.tenantOf(c, tenantId, 'tenant_id');
+    const tenant = tenantOf(c, tenantId, 'tenant_id');
     checkId(id, 'id');
     const row = this.stmt.fetch.get(c.id, tenant, id) as { vec: Buffer; properties: string } | undefined;
     if (!row) {
@@ -323,7 +261,7 @@ export class VectorService {
 
   async sample(body: SampleBody): Promise<{ vectors: VectorJson[] }> {
     const c = this.collection(body.collection_name);
-    const tenant = this.tenantOf(c, body.tenant_id, 'tenant_id');
+    const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     const res = await this.worker.call('sample', { collectionId: c.id, tenant, count: body.num_samples, includeVector: body.include_vector });
     return {
       vectors: res.map((v) => ({ id: v.id, ...(v.values ? { values: float32ArrayToNumbers(v.values) } : {}), properties: v.properties })),
@@ -338,15 +276,16 @@ export class VectorService {
   /** Which strategy the worker used for a search: only for tests of the planner. */
   async explainSearch(body: SearchBody): Promise<string> {
     const c = this.collection(body.collection_name);
-    const tenant = this.tenantOf(c, body.tenant_id, 'tenant_id');
+    const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     const query = Float32Array.from(body.reference_vector.element);
     const filter = body.filter === undefined ? undefined : parseFilter(body.filter);
     const res = await this.worker.call('search', { collectionId: c.id, tenant, query, k: body.max_results, filter, includeVector: false, properties: undefined });
     return res.strategy;
   }
 
+  /** Applies and checkpoints every queued index change, then stops both workers. */
   async close(): Promise<void> {
-    await this.worker.close();
+    await Promise.all([this.worker.close('close', {}), this.ingest.close()]);
   }
 }
 

@@ -118,10 +118,12 @@ export interface WorkerSettings {
   compactMinTombstones: number;
   exactScanMax: number;
   maxBacklogFloats: number;
+  /** Nice value for the worker thread (lowerThreadPriority). */
+  nice: number;
 }
 
 /** The worker's operations: name -> [argument, result]. */
-export interface WorkerOps {
+export type WorkerOps = {
   createCollection: [NewCollection, CollectionRecord];
   dropCollection: [{ collectionId: number }, { removed: boolean }];
   upsert: [UpsertBatch, { numAffected: number }];
@@ -133,27 +135,22 @@ export interface WorkerOps {
   flush: [{ checkpoint: boolean }, { checkpointed: number }];
   /** Applies and checkpoints everything, then closes the worker's database connection. */
   close: [Record<string, never>, { checkpointed: number }];
-}
+};
 
-export type WorkerOp = keyof WorkerOps;
-
-export interface WorkerRequest<K extends WorkerOp = WorkerOp> {
-  id: number;
-  op: K;
-  arg: WorkerOps[K][0];
-}
+/** The ingest worker's operations. */
+export type IngestOps = {
+  /** The collections upserts may name (sent again after every create and delete). */
+  setCollections: [{ collections: Array<Pick<CollectionRecord, 'id' | 'name' | 'dimension' | 'multiTenant'>> }, null];
+  /** Parses and checks an upsert body (UTF-8 JSON) and packs it for the index worker. */
+  parseUpsert: [{ bytes: Uint8Array }, UpsertBatch];
+};
 
 /** An error the worker reports for the main thread to render (code as in src/errors.ts). */
 export interface WorkerError {
-  code: 'invalid_argument' | 'not_found' | 'conflict' | 'internal';
+  code: 'invalid_argument' | 'not_found' | 'conflict' | 'payload_too_large' | 'internal';
   message: string;
   param: string | null;
 }
-
-export type WorkerResponse =
-  | { id: number; ok: true; result: unknown }
-  | { id: number; ok: false; error: WorkerError }
-  | { log: { level: 'info' | 'warn' | 'error'; msg: string; data?: Record<string, unknown> } };
 
 /** Thrown inside the worker for a refusal the client should see. */
 export class VectorStoreError extends Error {

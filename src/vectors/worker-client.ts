@@ -1,25 +1,26 @@
-// The main thread's side of the index worker: starts it, sends requests and matches answers.
+// The main thread's side of a worker thread (the index worker, the ingest worker): starts it,
+// sends requests and matches answers.
 //
-// From compiled dist/ the worker is plain index-worker.js. From TypeScript sources (vitest, tsx)
-// there is no .js beside this file, so the worker starts from a two-line bootstrap that registers
-// tsx's loader in the worker and then imports index-worker.ts.
+// From compiled dist/ a worker is plain <name>.js. From TypeScript sources (vitest, tsx) there is
+// no .js beside this file, so the worker starts from a two-line bootstrap that registers tsx's
+// loader in the worker and then imports <name>.ts.
 //
-// If the worker dies (a native crash in hnswlib, say), the requests in flight fail with a 500
-// and the next request starts a fresh worker, which reloads every index from disk and SQLite.
+// If a worker dies (a native crash in hnswlib, say), the requests in flight fail with a 500 and
+// the next request starts a fresh one (the index worker reloads every index from disk and SQLite).
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiError } from '../errors.js';
-import type { WorkerOp, WorkerOps, WorkerResponse, WorkerSettings } from './types.js';
+import type { Request, WorkerMessage } from './worker-protocol.js';
 
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (err: Error) => void;
 }
 
-function spawn(settings: WorkerSettings): Worker {
+function spawn(name: string, workerData: unknown): Worker {
   const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new Worker(new URL('./index-worker.js', here), { workerData: settings });
-  const entry = new URL('./index-worker.ts', here).href;
+  if (!here.endsWith('.ts')) return new Worker(new URL(`./${name}.js`, here), { workerData });
+  const entry = new URL(`./${name}.ts`, here).href;
   let tsx = 'tsx/esm/api';
   try {
     tsx = import.meta.resolve(tsx);
@@ -27,71 +28,102 @@ function spawn(settings: WorkerSettings): Worker {
     // resolved from the working directory instead
   }
   const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(bootstrap, { eval: true, workerData: settings });
+  return new Worker(bootstrap, { eval: true, workerData });
 }
 
-export class IndexWorker {
+/** Operation name -> [argument, result]. */
+export type OpMap = { [op: string]: [unknown, unknown] };
+
+export class WorkerClient<Ops extends OpMap> {
   private worker: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closing = false;
+  private outbox: Request[] = [];
+  private moved: ArrayBuffer[] = [];
+  private flushScheduled = false;
 
   constructor(
-    private readonly settings: WorkerSettings,
+    /** The entry file beside this one, without extension: index-worker, ingest-worker. */
+    private readonly name: string,
+    private readonly workerData: unknown,
     private readonly log: FastifyBaseLogger,
+    /** Runs after each (re)start, before any other request: sends the state a fresh worker needs. */
+    private readonly onStart?: (client: WorkerClient<Ops>) => void,
   ) {}
 
   /** Starts the worker now (it loads every index before answering anything). */
   start(): void {
     if (this.worker) return;
-    const worker = spawn(this.settings);
+    const worker = spawn(this.name, this.workerData);
     this.worker = worker;
-    worker.on('message', (msg: WorkerResponse) => {
+    worker.on('message', (msg: WorkerMessage) => {
       if ('log' in msg) {
         const { level, msg: text, data } = msg.log;
         this.log[level]({ ...(data ?? {}) }, text);
         return;
       }
-      const p = this.pending.get(msg.id);
-      if (!p) return;
-      this.pending.delete(msg.id);
-      if (msg.ok) p.resolve(msg.result);
-      else if (msg.error.code === 'internal') {
-        this.log.error({ detail: msg.error.message }, 'the vector index worker failed a request');
-        p.reject(new Error('the vector index worker failed a request'));
-      } else p.reject(new ApiError(msg.error.code, msg.error.message, msg.error.param));
+      for (const reply of msg.replies) {
+        const p = this.pending.get(reply.id);
+        if (!p) continue;
+        this.pending.delete(reply.id);
+        if (reply.ok) p.resolve(reply.result);
+        else if (reply.error.code === 'internal') {
+          this.log.error({ detail: reply.error.message }, `the vector ${this.name} failed a request`);
+          p.reject(new Error(`the vector ${this.name} failed a request`));
+        } else p.reject(new ApiError(reply.error.code, reply.error.message, reply.error.param));
+      }
     });
     worker.on('error', (err) => {
-      this.log.error({ err }, 'the vector index worker crashed');
+      this.log.error({ err }, `the vector ${this.name} crashed`);
     });
     worker.on('exit', (code) => {
       if (this.worker === worker) this.worker = undefined;
-      if (!this.closing) this.log.error({ code }, 'the vector index worker exited; it restarts on the next request');
-      const err = new Error(`the vector index worker exited (code ${code})`);
+      if (!this.closing) this.log.error({ code }, `the vector ${this.name} exited; it restarts on the next request`);
+      const err = new Error(`the vector ${this.name} exited (code ${code})`);
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
+      this.outbox = [];
+      this.moved = [];
     });
+    this.onStart?.(this);
   }
 
-  call<K extends WorkerOp>(op: K, arg: WorkerOps[K][0], transfer: ArrayBuffer[] = []): Promise<WorkerOps[K][1]> {
+  call<K extends keyof Ops & string>(op: K, arg: Ops[K][0], transfer: ArrayBuffer[] = []): Promise<Ops[K][1]> {
     if (this.closing) return Promise.reject(new ApiError('unavailable', 'the vector store is shutting down'));
     this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.worker!.postMessage({ id, op, arg }, transfer);
+      this.outbox.push({ id, op, arg });
+      this.moved.push(...transfer);
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        // After this turn's I/O callbacks: requests that arrived together travel together.
+        setImmediate(() => this.flush());
+      }
     });
   }
 
-  /** Applies and checkpoints all queued index work, then stops the worker. */
-  async close(): Promise<void> {
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.outbox.length === 0 || !this.worker) return;
+    const batch = this.outbox;
+    const moved = this.moved;
+    this.outbox = [];
+    this.moved = [];
+    this.worker.postMessage(batch, moved);
+  }
+
+  /** Sends `op` (if given) as the last request, waits for its answer, then stops the worker. */
+  async close(op?: keyof Ops & string, arg?: unknown): Promise<void> {
     if (!this.worker || this.closing) return;
-    const result = this.call('close', {});
+    const result = op === undefined ? Promise.resolve() : this.call(op, arg as never);
     this.closing = true;
     try {
       await result;
     } catch (err) {
-      this.log.error({ err }, 'the vector index worker did not close cleanly');
+      this.log.error({ err }, `the vector ${this.name} did not close cleanly`);
     }
     await this.worker?.terminate();
   }
