@@ -88,6 +88,7 @@ describe('collections', () => {
     const list = await api<{ collections: Array<{ name: string; vector_count: number }> }>('GET', '/api/v1/vectors/collections');
     expect(list.body.collections.map((c) => c.name)).toEqual(expect.arrayContaining(['coll.A_1', 'coll-b']));
     await upsert('coll.A_1', [{ id: 'x', values: [1, 2, 3] }]);
+    await host.app.vectors.flush(); // the graph follows the commit in the background
     const got = await api('GET', '/api/v1/vectors/collections/coll.A_1');
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ name: 'coll.A_1', vector_count: 1, index: { tenants: 1, indexed: 1, tombstones: 0, pending: 0, compacting: false } });
@@ -250,6 +251,7 @@ describe('the five operations', () => {
     expect(near.map((h) => h.id)).toEqual(['x', 'y', 'z']); // exactly one x
     const old = await search({ collection_name: 'replace', reference_vector: { element: [0, 0] }, max_results: 1 });
     expect(old[0]!.id).toBe('z');
+    await host.app.vectors.flush();
     expect((await api('GET', '/api/v1/vectors/collections/replace')).body).toMatchObject({ vector_count: 3, index: { indexed: 3, tombstones: 0 } });
   });
 

@@ -20,7 +20,6 @@ import {
   VectorStoreError,
   type CollectionRecord,
   type IndexStats,
-  type Metric,
   type NewCollection,
   type Properties,
   type SampledVector,

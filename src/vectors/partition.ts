@@ -151,10 +151,6 @@ export class Partition {
     return [...chosen].map((pos) => this.live[pos]!);
   }
 
-  liveLabels(): readonly number[] {
-    return this.live;
-  }
-
   // ---- the graph ----
 
   private ensureRoom(index: Hnsw, extra: number): void {

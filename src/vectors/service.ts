@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { VectorConfig } from '../config.js';
-import { conflict, invalidArgument, notFound } from '../errors.js';
+import { conflict, notFound } from '../errors.js';
 import type { Db } from '../store/database.js';
 import { float32ArrayToNumbers } from './distance.js';
 import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
@@ -97,7 +97,7 @@ export class VectorService {
   private readonly stmt;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly config: VectorConfig,
     dataDir: string,
     log: FastifyBaseLogger,
