@@ -9,7 +9,13 @@
 // (installed there by the tokenizer oracle) or bench/peer/node_modules
 // (`npm install --prefix bench/peer node-llama-cpp@3`); without either, only our engine runs.
 //
-// Environment (defaults in brackets; the defaults take about 4 minutes on 2 idle cores):
+// Our engine gets a 1024-token context, llama.cpp 1024 for one sequence and what the batch needs
+// (256 per sequence) for the concurrent runs; both take the 512-token prompt in one batch (our
+// maxBatchTokens, llama.cpp's batchSize); decoding is greedy. The first run writes the two
+// model files (1.1 GiB and 0.6 GiB, about 20 s) into bench/out/llm/.
+//
+// Environment (defaults in brackets; one round takes about 2 minutes on 2 idle cores, much more
+// when other processes hold a core: llama.cpp's threads spin-wait on each other):
 //   LLM_BENCH_THREADS          threads for both engines [PLATFORM_THREADS or all cores]
 //   LLM_BENCH_TYPES            weight types, comma-separated [Q8_0,Q4_K]
 //   LLM_BENCH_ENGINES          ours,llama.cpp [both]

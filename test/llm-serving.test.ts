@@ -244,7 +244,7 @@ describe('bad input', () => {
     expect((await chat({ messages: hello }, 'tabular')).status).toBe(400);
     // A file whose header reads well but which lacks a tensor the engine needs.
     const broken = tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: 32, nLayer: 1, nHead: 2, nFf: 64, name: 'no-ffn' });
-    broken.spec.tensors = broken.spec.tensors.filter((t) => t.name !== 'blk.0.ffn_up.weight');
+    broken.spec.tensors = (broken.spec.tensors ?? []).filter((t) => t.name !== 'blk.0.ffn_up.weight');
     writeGguf(path.join(modelsDir, 'no-ffn.gguf'), broken.spec);
     const dep = await deployLibrary(api, 'no-ffn', 'no-ffn');
     expect(dep.status).toBe('FAILED');

@@ -263,7 +263,8 @@ void Model::attention(const std::vector<BatchEntry>& batch, KvCache& kv, int64_t
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   int64_t work = 0;
   for (int64_t t = 0; t < n; ++t) work += (pos_[t] + 1) * hd * c.n_heads;
-  const int t_count = static_cast<int>(std::min<int64_t>(mm.threads, std::max<int64_t>(1, work / 16384)));
+  // Below ~256k multiply-adds (a short context) waking a second thread costs more than it saves.
+  const int t_count = static_cast<int>(std::min<int64_t>(mm.threads, std::max<int64_t>(1, work / (int64_t{1} << 18))));
   parallel_dynamic(n * c.n_kv_heads, t_count, [&](int64_t task) {
     static thread_local std::vector<float> scratch;
     static thread_local std::vector<const float*> kb, vb;
