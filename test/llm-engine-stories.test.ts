@@ -70,6 +70,9 @@ describe.skipIf(!present)('stories260K.gguf', () => {
       expect(result.finishReason).toBe('length');
       expect(result.completionTokens).toBe(200);
       expect(result.tokens).toEqual(tokens);
+      // Token for token, llama.cpp's greedy decode as node-llama-cpp recorded it (test/data).
+      const recorded = JSON.parse(fs.readFileSync(new URL('./data/stories260k-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+      expect(tokens).toEqual(recorded.tokens);
       const text = detokenize(vocab, tokens).trimStart();
       expect(text.startsWith(EXPECTED)).toBe(true);
       console.log(`stories260K: ${result.timings.decodeTokensPerSecond.toFixed(0)} tokens/s decoding (1 thread)`);
