@@ -28,6 +28,7 @@ import hnswlib from 'hnswlib-node';
 import { ApiKeyStore } from '../src/auth/api-keys.js';
 import { gemm } from '../src/native/gemm.js';
 import { openDatabase } from '../src/store/database.js';
+import { rng } from '../test/helpers/api.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const HOST_MAIN = path.join(ROOT, 'dist/server/main.js');
@@ -52,16 +53,6 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 // ---- data ----
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** n points around 100 random centres in [-1, 1]^dim, Gaussian spread 0.35, rounded to 6 decimals. */
 function clustered(n: number, dim: number, seed: number, centres: Float32Array): Float32Array {

@@ -8,21 +8,12 @@ import { normalize } from '../src/tabular/onnx/operators.js';
 import { parseOnnxModel } from '../src/tabular/onnx/parse.js';
 import { ModelProto } from '../src/tabular/onnx/proto.js';
 import type { ElementType, NormalizedModel } from '../src/tabular/onnx/types.js';
+import { rng } from './helpers/api.js';
+export { rng };
 
 // onnxruntime's warnings about old opsets and lenient shape merges are noise here.
 ort.env.logLevel = 'error';
 
-/** Deterministic PRNG (mulberry32): floats in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function randomFloats(n: number, seed: number, lo = -2, hi = 2): Float32Array {
   const r = rng(seed);
