@@ -6,7 +6,6 @@
 // whether the event loop is ever blocked. Needs `npm run build` (dist/) first.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,18 +13,11 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
 import { mlpModel, treeModel } from './tabular.bench.js';
+import { freePort } from './support/free-port.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DURATION_S = Number(process.env.PREDICT_BENCH_SECONDS ?? 5);
 const CONCURRENCY = [1, 16, 64];
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Starts a node child and waits until `url`/healthz (or the first stdout line) answers. */
 async function startChild(args: string[], env: Record<string, string>, url?: string): Promise<{ proc: ChildProcess; url: string }> {

@@ -9,7 +9,6 @@
 // Needs `npm run build` (dist/) first.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +19,7 @@ import { Tokenizer } from '../src/llm/tokenizer/index.js';
 import { ChatTemplate, DEFAULT_CHAT_TEMPLATE } from '../src/llm/chat/template.js';
 import { tinyModel, writeGguf } from '../test/helpers/gguf-writer.js';
 import { spmVocab } from '../test/helpers/llm-models.js';
+import { freePort } from './support/free-port.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DIM = Number(process.env.SERVING_BENCH_DIM ?? 512);
@@ -48,14 +48,6 @@ function workload(seed: number): Job[] {
     maxTokens: 16 + Math.floor(r() * 80),
     seed: i + 1,
   }));
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Runs jobs with at most `concurrency` in flight; returns wall time and per-request figures. */

@@ -3,20 +3,13 @@
 // p99), and the Prometheus series behind /metrics, named in the spirit of vLLM's `vllm:*`.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { LlmModelStats } from './engine/index.js';
-
-export const WINDOW_MS = 5 * 60 * 1000;
+import { WINDOW_MS, latencySummary, type LatencySummary } from '../metrics/latency-summary.js';
 
 interface Sample {
   at: number;
   completionTokens: number;
   ttftMs: number | null;
   tpotMs: number | null;
-}
-
-export interface LatencySummary {
-  mean: number | null;
-  p50: number | null;
-  p99: number | null;
 }
 
 export interface LibraryMetrics {
@@ -27,13 +20,6 @@ export interface LibraryMetrics {
   token_throughput_tps: number;
   time_to_first_token_ms: LatencySummary;
   time_per_output_token_ms: LatencySummary;
-}
-
-function summary(values: number[]): LatencySummary {
-  if (values.length === 0) return { mean: null, p50: null, p99: null };
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-  return { mean: sorted.reduce((a, b) => a + b, 0) / sorted.length, p50: at(50), p99: at(99) };
 }
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 10, 30];
@@ -109,8 +95,8 @@ export class LlmMetrics {
       requests_5m: arrivals.length,
       throughput_rpm_5m: arrivals.length / 5,
       token_throughput_tps: tokens / (WINDOW_MS / 1000),
-      time_to_first_token_ms: summary(samples.flatMap((s) => (s.ttftMs === null ? [] : [s.ttftMs]))),
-      time_per_output_token_ms: summary(samples.flatMap((s) => (s.tpotMs === null ? [] : [s.tpotMs]))),
+      time_to_first_token_ms: latencySummary(samples.flatMap((s) => (s.ttftMs === null ? [] : [s.ttftMs]))),
+      time_per_output_token_ms: latencySummary(samples.flatMap((s) => (s.tpotMs === null ? [] : [s.tpotMs]))),
     };
   }
 
