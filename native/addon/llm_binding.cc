@@ -220,6 +220,11 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
     opt.simd = parse_simd_level(simd.As<Napi::String>().Utf8Value());
     if (!opt.simd) r.range_error("options.simd must be one of scalar, neon, avx2, avx512");
   }
+  if (const Napi::Value backend = o.Get("backend"); !backend.IsUndefined()) {
+    if (!backend.IsString()) r.type_error("options.backend must be a string, got " + describe_type(backend));
+    opt.backend = backend.As<Napi::String>().Utf8Value();
+    if (opt.backend != "cpu" && opt.backend != "cuda") r.range_error("options.backend must be one of cpu, cuda");
+  }
 
   // The dispatcher: unwraps each native batch into JS objects and keeps the ref count.
   auto js = std::make_shared<JsSide>();
@@ -365,14 +370,16 @@ Napi::Value ModelInfo(const Napi::CallbackInfo& info) {
   Napi::Object mem = Napi::Object::New(env);
   mem.Set("mappedBytes", num(static_cast<double>(m.file().file_size())));
   mem.Set("kvCacheBytes", num(static_cast<double>(e.kv_cache_bytes())));
-  mem.Set("scratchBytes", num(static_cast<double>(m.scratch_bytes())));
+  mem.Set("scratchBytes", num(static_cast<double>(e.backend().scratch_bytes())));
+  mem.Set("deviceWeightBytes", num(static_cast<double>(e.backend().weight_bytes())));
   o.Set("memory", mem);
   o.Set("threads", num(e.options().threads));
   o.Set("maxRunningSequences", num(e.options().max_running));
   o.Set("maxQueued", num(e.options().max_queued));
   o.Set("kvBlockSize", num(e.options().block_size));
   o.Set("maxBatchTokens", num(e.options().max_batch_tokens));
-  o.Set("kernels", cpu::select_quant_kernels(e.simd_level()).name);
+  o.Set("backend", e.backend().name());
+  o.Set("kernels", e.backend().describe());
   return o;
 }
 

@@ -55,48 +55,6 @@ int64_t require_uint(const GgufFile& f, const std::string& key) {
   return static_cast<int64_t>(*v);
 }
 
-// out[n, dim] = x / rms(x) * w, per row (rows split across threads when there are many).
-void rmsnorm(float* out, const float* x, const float* w, int64_t n, int64_t dim, float eps, int threads) {
-  parallel_for(0, n, n >= 64 ? threads : 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const float* xr = x + t * dim;
-      float* o = out + t * dim;
-      double ss = 0.0;
-      for (int64_t i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-      const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + eps));
-      for (int64_t i = 0; i < dim; ++i) o[i] = xr[i] * scale * w[i];
-    }
-  });
-}
-
-void add_bias(float* x, const std::vector<float>& b, int64_t n) {
-  if (b.empty()) return;
-  const int64_t d = static_cast<int64_t>(b.size());
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t i = 0; i < d; ++i) x[t * d + i] += b[i];
-}
-
-// Rotates the first rope_dim dimensions of each head of x[n, heads * head_dim].
-void rope(float* x, int64_t n, int64_t heads, int64_t head_dim, int64_t rope_dim, bool neox,
-          const float* cos_t, const float* sin_t) {
-  const int64_t half = rope_dim / 2;
-  for (int64_t t = 0; t < n; ++t) {
-    const float* c = cos_t + t * half;
-    const float* s = sin_t + t * half;
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + (t * heads + h) * head_dim;
-      for (int64_t i = 0; i < half; ++i) {
-        // llama GGUF: adjacent pairs; NeoX (qwen2): first half with second half.
-        float* a = neox ? v + i : v + 2 * i;
-        float* b = neox ? v + i + half : v + 2 * i + 1;
-        const float x0 = *a, x1 = *b;
-        *a = x0 * c[i] - x1 * s[i];
-        *b = x0 * s[i] + x1 * c[i];
-      }
-    }
-  }
-}
-
 }  // namespace
 
 StageProfile::StageProfile() {
@@ -130,8 +88,8 @@ void StageProfile::end() {}
 StageProfile::~StageProfile() {
   if (!enabled_) return;
   static const char* const names[kCount] = {"embed+rope angles", "rmsnorm", "matmul q,k,v", "rope+kv write",
-                                            "attention", "matmul wo", "matmul gate,up", "silu*up",
-                                            "matmul down", "residual adds", "output norm+matmul"};
+                                            "attention", "matmul wo+residual", "gate,up+silu",
+                                            "matmul down+residual", "output norm+matmul"};
   static const char* const classes[kClasses] = {"1 token", "2-32 tokens", ">32 tokens"};
   for (int c = 0; c < kClasses; ++c) {
     if (steps_[c] == 0) continue;
@@ -188,10 +146,13 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   }
   c.vocab = embd->dims[1];
   if (c.vocab > (int64_t{1} << 31) - 1) throw GgufError("vocabulary too large");
-  m->tok_embd_ = matrix(f, "token_embd.weight", c.vocab, c.dim);
+  ModelWeights& w = m->host_;
+  // Keeps an f32 vector alive in the model and returns its data.
+  auto keep = [&](std::vector<float> v) { return m->vectors_.emplace_back(std::move(v)).data(); };
+  w.tok_embd = matrix(f, "token_embd.weight", c.vocab, c.dim);
   c.tied_output = f.tensor("output.weight") == nullptr;
-  m->output_ = c.tied_output ? m->tok_embd_ : matrix(f, "output.weight", c.vocab, c.dim);
-  m->output_norm_ = vector_f32(f, "output_norm.weight", c.dim);
+  w.output = c.tied_output ? w.tok_embd : matrix(f, "output.weight", c.vocab, c.dim);
+  w.output_norm = keep(vector_f32(f, "output_norm.weight", c.dim));
 
   auto token_id = [&](const std::string& key) -> int32_t {
     const auto v = f.find(key) ? f.get_uint(key) : std::nullopt;
@@ -205,32 +166,36 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 
   // inv_freq[i] = base^(-2i / rope_dim), divided by rope_freqs.weight (Llama 3.1) when present.
   const int64_t half = c.rope_dim / 2;
-  m->inv_freq_.resize(static_cast<size_t>(half));
+  std::vector<float> inv_freq(static_cast<size_t>(half));
   std::vector<float> factors;
   if (f.tensor("rope_freqs.weight")) factors = vector_f32(f, "rope_freqs.weight", half);
   for (int64_t i = 0; i < half; ++i) {
     double v = std::pow(static_cast<double>(c.rope_base), -2.0 * static_cast<double>(i) / static_cast<double>(c.rope_dim));
     if (!factors.empty()) v /= factors[i];
-    m->inv_freq_[i] = static_cast<float>(v);
+    inv_freq[i] = static_cast<float>(v);
   }
+  w.inv_freq = keep(std::move(inv_freq));
 
   c.has_qkv_bias = f.tensor("blk.0.attn_q.bias") != nullptr;
   if (*arch == "qwen2" && !c.has_qkv_bias) throw GgufError("missing tensor 'blk.0.attn_q.bias' (qwen2 has QKV biases)");
-  m->layers_.resize(static_cast<size_t>(c.n_layers));
+  // vectors_ must not reallocate while host_ points into it: one norm per layer twice, three
+  // biases per layer, and the three model-wide vectors.
+  m->vectors_.reserve(static_cast<size_t>(3 + c.n_layers * 5));
+  w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    Layer& L = m->layers_[l];
+    LayerWeights& L = w.layers[l];
     const std::string b = "blk." + std::to_string(l) + ".";
-    L.attn_norm = vector_f32(f, b + "attn_norm.weight", c.dim);
+    L.attn_norm = keep(vector_f32(f, b + "attn_norm.weight", c.dim));
     L.wq = matrix(f, b + "attn_q.weight", c.q_dim(), c.dim);
     L.wk = matrix(f, b + "attn_k.weight", c.kv_dim(), c.dim);
     L.wv = matrix(f, b + "attn_v.weight", c.kv_dim(), c.dim);
     L.wo = matrix(f, b + "attn_output.weight", c.dim, c.q_dim());
     if (c.has_qkv_bias) {
-      L.bq = vector_f32(f, b + "attn_q.bias", c.q_dim());
-      L.bk = vector_f32(f, b + "attn_k.bias", c.kv_dim());
-      L.bv = vector_f32(f, b + "attn_v.bias", c.kv_dim());
+      L.bq = keep(vector_f32(f, b + "attn_q.bias", c.q_dim()));
+      L.bk = keep(vector_f32(f, b + "attn_k.bias", c.kv_dim()));
+      L.bv = keep(vector_f32(f, b + "attn_v.bias", c.kv_dim()));
     }
-    L.ffn_norm = vector_f32(f, b + "ffn_norm.weight", c.dim);
+    L.ffn_norm = keep(vector_f32(f, b + "ffn_norm.weight", c.dim));
     L.w_gate = matrix(f, b + "ffn_gate.weight", c.ffn_dim, c.dim);
     L.w_up = matrix(f, b + "ffn_up.weight", c.ffn_dim, c.dim);
     L.w_down = matrix(f, b + "ffn_down.weight", c.dim, c.ffn_dim);
@@ -244,150 +209,75 @@ std::map<std::string, int64_t> Model::tensor_types() const {
   return counts;
 }
 
-int64_t Model::scratch_bytes() const {
-  size_t n = 0;
-  for (const auto* v : {&x_, &xb_, &xb2_, &q_, &k_, &v_, &att_, &hb_, &hb2_, &logits_, &rope_cos_, &rope_sin_}) n += v->capacity();
-  return static_cast<int64_t>(n * sizeof(float));
-}
-
-// att[t, h*hd..] = softmax(q_t,h . K[0..pos_t] / sqrt(hd)) . V[0..pos_t], causal by position,
-// each query head h reading KV head h / (n_heads / n_kv_heads). One task per token and KV head:
-// the group's query heads share every K and V row the kernel loads. Tasks go out longest first
-// (the last tokens of a prefill chunk see the most positions) to threads that take them from a
-// counter.
-void Model::attention(const std::vector<BatchEntry>& batch, KvCache& kv, int64_t layer, MatmulContext& mm) {
+// One step: the layers in order, each stage an operation of the backend (the same code for the
+// CPU and CUDA). Shapes: n tokens in the step; x, xb [n][dim]; q, att [n][q_dim]; k, v [n][kv_dim];
+// hb [n][ffn]; logits [n_logits][vocab].
+void Model::forward(const std::vector<BatchEntry>& batch, Backend& be) {
   const ModelConfig& c = cfg_;
-  const cpu::QuantKernels& k = *mm.kernels;
-  const int64_t n = static_cast<int64_t>(pos_.size());
-  const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads, bs = kv.block_size();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  int64_t work = 0;
-  for (int64_t t = 0; t < n; ++t) work += (pos_[t] + 1) * hd * c.n_heads;
-  // Below ~256k multiply-adds (a short context) waking a second thread costs more than it saves.
-  const int t_count = static_cast<int>(std::min<int64_t>(mm.threads, std::max<int64_t>(1, work / (int64_t{1} << 18))));
-  parallel_dynamic(n * c.n_kv_heads, t_count, [&](int64_t task) {
-    static thread_local std::vector<float> scratch;
-    static thread_local std::vector<const float*> kb, vb;
-    const int64_t t = n - 1 - task / c.n_kv_heads, g = task % c.n_kv_heads;
-    const std::vector<int32_t>& blocks = *batch[entry_of_[t]].blocks;
-    const int64_t len = pos_[t] + 1, nblk = (len + bs - 1) / bs;
-    kb.resize(static_cast<size_t>(nblk));
-    vb.resize(static_cast<size_t>(nblk));
-    for (int64_t b = 0; b < nblk; ++b) {
-      kb[b] = kv.k(layer, blocks[b], 0) + g * hd;
-      vb[b] = kv.v(layer, blocks[b], 0) + g * hd;
-    }
-    scratch.resize(static_cast<size_t>(group * len));
-    const int64_t h0 = (t * c.n_heads + g * group) * hd;
-    k.attend(len, bs, c.kv_dim(), kb.data(), vb.data(), q_.data() + h0, group, hd, scale, scratch.data(), att_.data() + h0);
-  });
-}
-
-const std::vector<float>& Model::forward(const std::vector<BatchEntry>& batch, KvCache& kv,
-                                         MatmulContext& mm) {
-  const ModelConfig& c = cfg_;
-  const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), ff = c.ffn_dim, half = c.rope_dim / 2;
-
-  // Flatten the batch: token t belongs to entry entry_of_[t] at position pos_[t].
-  pos_.clear();
-  entry_of_.clear();
-  std::vector<int32_t> tokens;
-  int64_t n_logits = 0;
+  // Flatten the batch: token t belongs to entry seq_of[t] at position pos[t].
+  StepLayout& s = step_;
+  s.tokens.clear();
+  s.pos.clear();
+  s.seq_of.clear();
+  s.blocks.clear();
+  s.logit_rows.clear();
   for (size_t e = 0; e < batch.size(); ++e) {
+    const int32_t first = static_cast<int32_t>(s.tokens.size());
     for (int64_t i = 0; i < batch[e].n_tokens; ++i) {
-      tokens.push_back(batch[e].tokens[i]);
-      pos_.push_back(batch[e].pos0 + i);
-      entry_of_.push_back(static_cast<int32_t>(e));
+      s.tokens.push_back(batch[e].tokens[i]);
+      s.pos.push_back(static_cast<int32_t>(batch[e].pos0 + i));
+      s.seq_of.push_back(static_cast<int32_t>(e));
     }
-    n_logits += batch[e].all_logits ? batch[e].n_tokens : 1;
+    s.blocks.push_back(batch[e].blocks);
+    const int32_t last = static_cast<int32_t>(s.tokens.size()) - 1;
+    for (int32_t t = batch[e].all_logits ? first : last; t <= last; ++t) s.logit_rows.push_back(t);
   }
-  const int64_t n = static_cast<int64_t>(tokens.size());
   StageProfile& prof = profile_;
-  prof.begin(n);
-  auto size = [](std::vector<float>& v, int64_t count) { v.resize(static_cast<size_t>(count)); };
-  size(x_, n * dim); size(xb_, n * dim); size(xb2_, n * dim);
-  size(q_, n * qd); size(k_, n * kvd); size(v_, n * kvd); size(att_, n * qd);
-  size(hb_, n * ff); size(hb2_, n * ff);
-  size(rope_cos_, n * half); size(rope_sin_, n * half);
+  auto mark = [&](StageProfile::Stage stage) {
+    if (!prof.enabled()) return;
+    be.synchronize();  // device backends: time the work, not its launch
+    prof.mark(stage);
+  };
+  prof.begin(s.n());
 
-  // x[n, dim] = token embeddings
-  for (int64_t t = 0; t < n; ++t) cpu::dequantize_row(tok_embd_.type, tok_embd_.row(tokens[t]), &x_[t * dim], dim);
-  // RoPE angles pos * inv_freq[i], shared by every layer and head
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t i = 0; i < half; ++i) {
-      const double a = static_cast<double>(pos_[t]) * inv_freq_[i];
-      rope_cos_[t * half + i] = static_cast<float>(std::cos(a));
-      rope_sin_[t * half + i] = static_cast<float>(std::sin(a));
-    }
-  }
-  prof.mark(StageProfile::kEmbed);
+  be.begin_step(s);
+  float* x = be.buffer(Backend::kX);
+  float* xb = be.buffer(Backend::kXb);
+  float* q = be.buffer(Backend::kQ);
+  float* k = be.buffer(Backend::kK);
+  float* v = be.buffer(Backend::kV);
+  float* att = be.buffer(Backend::kAtt);
+  float* hb = be.buffer(Backend::kHb);
+  const ModelWeights& w = be.weights();
+  be.embed(x);
+  mark(StageProfile::kEmbed);
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    const Layer& L = layers_[l];
+    const LayerWeights& L = w.layers[l];
     // --- attention ---
-    rmsnorm(xb_.data(), x_.data(), L.attn_norm.data(), n, dim, c.rms_eps, mm.threads);  // xb[n, dim]
-    prof.mark(StageProfile::kNorm);
-    {
-      // q[n, n_heads * hd], k[n, n_kv_heads * hd], v[n, n_kv_heads * hd]
-      const WeightMatrix* ws[] = {&L.wq, &L.wk, &L.wv};
-      float* ys[] = {q_.data(), k_.data(), v_.data()};
-      matmul_multi(ws, ys, 3, xb_.data(), n, mm);
-    }
-    prof.mark(StageProfile::kQkv);
-    add_bias(q_.data(), L.bq, n);
-    add_bias(k_.data(), L.bk, n);
-    add_bias(v_.data(), L.bv, n);
-    rope(q_.data(), n, c.n_heads, c.head_dim, c.rope_dim, c.rope_neox, rope_cos_.data(), rope_sin_.data());
-    rope(k_.data(), n, c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_neox, rope_cos_.data(), rope_sin_.data());
-    // Write every token's K/V first: later tokens of a prefill chunk attend to earlier ones.
-    for (int64_t t = 0; t < n; ++t) {
-      const std::vector<int32_t>& blocks = *batch[entry_of_[t]].blocks;
-      const int64_t p = pos_[t], bs = kv.block_size();
-      std::copy_n(&k_[t * kvd], kvd, kv.k(l, blocks[p / bs], p % bs));
-      std::copy_n(&v_[t * kvd], kvd, kv.v(l, blocks[p / bs], p % bs));
-    }
-    prof.mark(StageProfile::kRopeKv);
-    attention(batch, kv, l, mm);                     // att[n, n_heads * hd]
-    prof.mark(StageProfile::kAttention);
-    matmul(L.wo, att_.data(), n, xb2_.data(), mm);   // xb2[n, dim]
-    prof.mark(StageProfile::kWo);
-    for (int64_t i = 0; i < n * dim; ++i) x_[i] += xb2_[i];
-    prof.mark(StageProfile::kResidual);
-
+    be.rmsnorm(xb, x, L.attn_norm, false);
+    mark(StageProfile::kNorm);
+    be.matmul_qkv(L, xb, q, k, v);
+    mark(StageProfile::kQkv);
+    be.qkv_finish(l, L, q, k, v);  // biases, RoPE, K/V into the cache
+    mark(StageProfile::kRopeKv);
+    be.attention(l, q, att);
+    mark(StageProfile::kAttention);
+    be.matmul_add(L.wo, att, s.n(), x);  // x += att Wo^T
+    mark(StageProfile::kWo);
     // --- SiLU-gated feed-forward ---
-    rmsnorm(xb_.data(), x_.data(), L.ffn_norm.data(), n, dim, c.rms_eps, mm.threads);
-    prof.mark(StageProfile::kNorm);
-    {
-      const WeightMatrix* ws[] = {&L.w_gate, &L.w_up};
-      float* ys[] = {hb_.data(), hb2_.data()};  // hb[n, ff], hb2[n, ff]
-      matmul_multi(ws, ys, 2, xb_.data(), n, mm);
-    }
-    prof.mark(StageProfile::kGateUp);
-    // Elementwise work under ~100 us is not worth waking the pool for.
-    parallel_for(0, n, n >= 64 ? mm.threads : 1, [&](int64_t t0, int64_t t1) {
-      mm.kernels->silu_mul(&hb_[t0 * ff], &hb2_[t0 * ff], (t1 - t0) * ff);
-    });
-    prof.mark(StageProfile::kSilu);
-    matmul(L.w_down, hb_.data(), n, xb2_.data(), mm);  // xb2[n, dim]
-    prof.mark(StageProfile::kDown);
-    for (int64_t i = 0; i < n * dim; ++i) x_[i] += xb2_[i];
-    prof.mark(StageProfile::kResidual);
+    be.rmsnorm(xb, x, L.ffn_norm, false);
+    mark(StageProfile::kNorm);
+    be.gate_up_silu(L, xb, hb);
+    mark(StageProfile::kGateUp);
+    be.matmul_add(L.w_down, hb, s.n(), x);  // x += hb Wdown^T
+    mark(StageProfile::kDown);
   }
-
   // Final norm and output projection, only for the rows whose logits are wanted.
-  int64_t row = 0, t0 = 0;
-  for (const BatchEntry& e : batch) {
-    const int64_t first = e.all_logits ? t0 : t0 + e.n_tokens - 1;
-    for (int64_t t = first; t < t0 + e.n_tokens; ++t, ++row) {
-      rmsnorm(&xb_[row * dim], &x_[t * dim], output_norm_.data(), 1, dim, c.rms_eps, 1);
-    }
-    t0 += e.n_tokens;
-  }
-  size(logits_, n_logits * c.vocab);
-  matmul(output_, xb_.data(), n_logits, logits_.data(), mm);  // logits[n_logits, vocab]
-  prof.mark(StageProfile::kOutput);
+  be.rmsnorm(xb, x, w.output_norm, true);
+  be.output(xb, be.buffer(Backend::kLogits));
+  mark(StageProfile::kOutput);
   prof.end();
-  return logits_;
 }
 
 }  // namespace platform::llm

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend.h"
 #include "gguf.h"
 #include "kv_cache.h"
 #include "matmul.h"
@@ -56,7 +57,7 @@ struct BatchEntry {
 // stderr when the model is destroyed). Off, it costs one branch per stage.
 class StageProfile {
  public:
-  enum Stage { kEmbed, kNorm, kQkv, kRopeKv, kAttention, kWo, kGateUp, kSilu, kDown, kResidual, kOutput, kCount };
+  enum Stage { kEmbed, kNorm, kQkv, kRopeKv, kAttention, kWo, kGateUp, kDown, kOutput, kCount };
   static constexpr int kClasses = 3;  // 1 token, 2..32 tokens, more
 
   StageProfile();
@@ -83,35 +84,22 @@ class Model {
   const GgufFile& file() const { return file_; }
   // Tensor count per type name, e.g. {"Q4_K": 120, "F32": 45}.
   std::map<std::string, int64_t> tensor_types() const;
-  int64_t scratch_bytes() const;
+  // The weights as the host sees them: matrices in the mapped file, vectors as f32 copies.
+  const ModelWeights& host_weights() const { return host_; }
 
-  // Runs the batch, writing K/V for its tokens into `kv`, and returns the logits rows
-  // ([rows][vocab], entries in order). Only one thread may call forward at a time.
-  const std::vector<float>& forward(const std::vector<BatchEntry>& batch, KvCache& kv,
-                                    MatmulContext& mm);
+  // Runs the batch on `backend` (bound to this model's weights and to the KV cache whose blocks
+  // the entries' tables name), writing K/V for its tokens into the cache; the step's logits rows
+  // ([rows][vocab], entries in order) are then in backend.buffer(kLogits) / host_logits(). Only
+  // one thread may call forward at a time.
+  void forward(const std::vector<BatchEntry>& batch, Backend& backend);
 
  private:
-  struct Layer {
-    std::vector<float> attn_norm, ffn_norm;      // [dim]
-    WeightMatrix wq, wk, wv, wo;                 // [q_dim,dim] [kv_dim,dim] [kv_dim,dim] [dim,q_dim]
-    std::vector<float> bq, bk, bv;               // qwen2 biases (empty for llama)
-    WeightMatrix w_gate, w_up, w_down;           // [ffn,dim] [ffn,dim] [dim,ffn]
-  };
-
-  void attention(const std::vector<BatchEntry>& batch, KvCache& kv, int64_t layer, MatmulContext& mm);
-
   GgufFile file_;
   ModelConfig cfg_;
-  WeightMatrix tok_embd_, output_;  // [vocab, dim]
-  std::vector<float> output_norm_;  // [dim]
-  std::vector<float> inv_freq_;     // [rope_dim / 2]
-  std::vector<Layer> layers_;
-
-  // Activations for the current step (n = tokens in the batch).
-  std::vector<float> x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, logits_;
-  std::vector<float> rope_cos_, rope_sin_;  // [n][rope_dim / 2]
-  std::vector<int64_t> pos_;                // [n] position of each token
-  std::vector<int32_t> entry_of_;           // [n] batch entry of each token
+  ModelWeights host_;
+  // Storage of the f32 vectors host_ points at: norms, biases, RoPE frequencies.
+  std::vector<std::vector<float>> vectors_;
+  StepLayout step_;
   StageProfile profile_;
 };
 

@@ -34,6 +34,12 @@ class Sampler {
   // Records a generated token (for the penalties).
   void accept(int32_t token);
 
+  // For sampling on a device: the settings, the counts of generated tokens, and the draw that
+  // sample() would make (one uniform when not greedy), so that seeds keep their meaning.
+  const SamplingParams& params() const { return p_; }
+  const std::unordered_map<int32_t, int32_t>& counts() const { return counts_; }
+  double draw() { return p_.temperature > 0.0f ? uniform() : 0.0; }
+
  private:
   double uniform();  // [0, 1), platform-independent
 

@@ -45,15 +45,16 @@ struct Engine::Sequence {
 };
 
 Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options, Sink sink)
-    : model_(std::move(model)), opt_(options),
-      mm_(resolve_thread_count(options.threads), clamp_simd_level(options.simd.value_or(active_simd_level()))), sink_(std::move(sink)) {
+    : model_(std::move(model)), opt_(options), sink_(std::move(sink)) {
   const ModelConfig& c = model_->config();
   if (opt_.max_running < 1 || opt_.max_queued < 0 || opt_.block_size < 1 || opt_.max_batch_tokens < 1) {
     throw std::invalid_argument("maxRunningSequences, blockSize and maxBatchTokens must be positive");
   }
-  opt_.threads = mm_.threads;
+  opt_.threads = resolve_thread_count(options.threads);
+  backend_ = make_backend(opt_);
+  backend_->bind(c, model_->host_weights());  // CUDA: uploads every weight once
   context_ = opt_.context_length > 0 ? opt_.context_length : c.train_context;
-  const int64_t block_bytes = KvCache::block_bytes(c.n_layers, c.kv_dim(), opt_.block_size);
+  const int64_t block_bytes = KvCache::block_bytes(c.n_layers, c.kv_dim(), opt_.block_size, backend_->kv_element_bytes());
   const int64_t blocks_per_context = (context_ + opt_.block_size - 1) / opt_.block_size;
   int64_t n_blocks;
   if (opt_.kv_cache_bytes > 0) {
@@ -66,7 +67,9 @@ Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options, Sink 
     throw std::invalid_argument("kvCacheBytes is smaller than one KV block (" + std::to_string(block_bytes) + " bytes)");
   }
   if (n_blocks > (int64_t{1} << 31) - 1) n_blocks = (int64_t{1} << 31) - 1;
-  kv_ = std::make_unique<KvCache>(c.n_layers, c.kv_dim(), opt_.block_size, n_blocks);
+  kv_ = std::make_unique<KvCache>(c.n_layers, c.kv_dim(), opt_.block_size, n_blocks, backend_->kv_element_bytes(),
+                                  backend_->kv_in_host_memory());
+  backend_->bind_kv(*kv_);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -258,16 +261,50 @@ void Engine::step(std::vector<Event>& events) {
     batch[i].blocks = &s.blocks;
   }
 
-  const std::vector<float>* logits = nullptr;
+  // The forward pass, then the next token of every sequence whose prompt is done: sampled on the
+  // device where the backend can (only token ids come back), else from host logits.
+  std::vector<int32_t> sampled(batch.size(), -1);
+  const float* logits = nullptr;
   std::string error;
   try {
-    logits = &model_->forward(batch, *kv_, mm_);
+    model_->forward(batch, *backend_);
+    bool host_rows = !backend_->samples_on_device();
+    for (const Sequence* s : seqs) host_rows = host_rows || s->req.logits_only;
+    if (host_rows) logits = backend_->host_logits();
+    std::vector<SampleRequest> requests;
+    std::vector<size_t> requesters;
+    int64_t row = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      Sequence& s = *seqs[i];
+      const int64_t rows = batch[i].all_logits ? batch[i].n_tokens : 1;
+      const int64_t last_row = row + rows - 1;
+      row += rows;
+      const bool prompt_done = s.n_past + batch[i].n_tokens >= static_cast<int64_t>(s.req.prompt.size());
+      if (!prompt_done || s.done || s.req.logits_only || s.cancelled.load()) continue;
+      if (backend_->samples_on_device()) {
+        SampleRequest r;
+        r.row = last_row;
+        r.params = s.sampler.params();
+        r.uniform = s.sampler.draw();
+        r.counts = &s.sampler.counts();
+        requests.push_back(r);
+        requesters.push_back(i);
+      } else {
+        sampled[i] = s.sampler.sample(logits + last_row * c.vocab);
+      }
+    }
+    if (!requests.empty()) {
+      std::vector<int32_t> tokens;
+      backend_->sample(requests, tokens);
+      for (size_t j = 0; j < requesters.size(); ++j) sampled[requesters[j]] = tokens[j];
+    }
   } catch (const std::exception& ex) {
     error = ex.what();
+    if (error.empty()) error = "unknown error";
   }
   steps_.fetch_add(1);
   std::lock_guard<std::mutex> lock(mu_);
-  if (logits == nullptr) {
+  if (!error.empty()) {
     for (Sequence* s : seqs) finish(*s, FinishReason::kError, events, "forward pass failed: " + error);
     return;
   }
@@ -276,18 +313,18 @@ void Engine::step(std::vector<Event>& events) {
     Sequence& s = *seqs[i];
     const BatchEntry& e = batch[i];
     const int64_t rows = e.all_logits ? e.n_tokens : 1;
-    const float* last = logits->data() + (row + rows - 1) * c.vocab;
-    if (e.all_logits) s.logits.insert(s.logits.end(), logits->data() + row * c.vocab, last + c.vocab);
+    const float* first = logits ? logits + row * c.vocab : nullptr;  // the entry's host rows
     row += rows;
+    if (e.all_logits) s.logits.insert(s.logits.end(), first, first + rows * c.vocab);  // every chunk
     s.n_past += e.n_tokens;
     if (s.prefilling() || s.done) continue;  // more prompt to go
     if (s.req.logits_only) {
-      if (!e.all_logits) s.logits.assign(last, last + c.vocab);
+      if (!e.all_logits) s.logits.assign(first, first + c.vocab);
       finish(s, FinishReason::kStop, events);
       continue;
     }
-    if (s.cancelled.load()) continue;  // the next loop turn reports it
-    const int32_t token = s.sampler.sample(last);
+    if (s.cancelled.load() || sampled[i] < 0) continue;  // the next loop turn reports it
+    const int32_t token = sampled[i];
     if (s.generated.empty()) s.t_first = Clock::now();
     s.sampler.accept(token);
     if (std::find(c.eos_tokens.begin(), c.eos_tokens.end(), token) != c.eos_tokens.end()) {

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend.h"
 #include "kv_cache.h"
 #include "model.h"
 #include "sampler.h"
@@ -44,6 +45,7 @@ class EngineError : public std::runtime_error {
 };
 
 struct EngineOptions {
+  std::string backend = "cpu";     // "cpu" or "cuda" (device 0; needs the CUDA build)
   int threads = 0;                 // <= 0: default_thread_count()
   int64_t context_length = 0;      // <= 0: the model's training context
   int64_t kv_cache_bytes = 0;      // <= 0: room for max_running full contexts, at most 1 GiB
@@ -105,7 +107,7 @@ class Engine {
   const EngineOptions& options() const { return opt_; }
   int64_t context_length() const { return context_; }
   int64_t kv_cache_bytes() const { return kv_->bytes(); }
-  SimdLevel simd_level() const { return mm_.level; }
+  const Backend& backend() const { return *backend_; }
 
  private:
   struct Sequence;
@@ -116,8 +118,8 @@ class Engine {
   std::unique_ptr<Model> model_;
   EngineOptions opt_;
   int64_t context_ = 0;
+  std::unique_ptr<Backend> backend_;
   std::unique_ptr<KvCache> kv_;
-  MatmulContext mm_;
   Sink sink_;
 
   std::mutex mu_;
