@@ -15,6 +15,8 @@ import {
 } from './native.js';
 
 export interface LoadModelOptions {
+  /** Where the forward pass runs: `cpu` (default) or `cuda` (device 0; needs `npm run build:cuda`). */
+  backend?: 'cpu' | 'cuda';
   /** Threads for the forward pass (default: env PLATFORM_THREADS or all cores). */
   threads?: number;
   /** Context length in tokens (default: the model's training context, `{arch}.context_length`). */
@@ -328,6 +330,9 @@ export class LlmModel {
 export async function loadModel(path: string, options: LoadModelOptions = {}): Promise<LlmModel> {
   if (typeof path !== 'string' || path === '') throw new TypeError('loadModel: path must be a non-empty string');
   if (typeof options !== 'object' || options === null) throw new TypeError('loadModel: options must be an object');
+  if (options.backend !== undefined && options.backend !== 'cpu' && options.backend !== 'cuda') {
+    throw new RangeError(`loadModel: backend must be 'cpu' or 'cuda', got ${JSON.stringify(options.backend)}`);
+  }
   checkInteger('threads', options.threads, 0, 256);
   checkInteger('contextLength', options.contextLength, 1, 2 ** 24);
   checkInteger('kvCacheBytes', options.kvCacheBytes, 1, Number.MAX_SAFE_INTEGER);

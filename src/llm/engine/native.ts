@@ -6,6 +6,7 @@ import { loadAddon, type SimdLevel } from '../../native/addon.js';
 export type NativeModelHandle = { readonly __llmModelHandle: unique symbol };
 
 export interface NativeLoadOptions {
+  backend?: 'cpu' | 'cuda';
   threads?: number;
   contextLength?: number;
   kvCacheBytes?: number;
@@ -69,7 +70,9 @@ export interface NativeModelInfo {
   bosToken: number;
   eosTokens: number[];
   tensorTypes: Record<string, number>;
-  memory: { mappedBytes: number; kvCacheBytes: number; scratchBytes: number };
+  memory: { mappedBytes: number; kvCacheBytes: number; scratchBytes: number; deviceWeightBytes: number };
+  /** `cpu` or `cuda`. */
+  backend: 'cpu' | 'cuda';
   threads: number;
   maxRunningSequences: number;
   maxQueued: number;

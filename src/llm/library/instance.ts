@@ -30,6 +30,7 @@ export class LlmInstance {
     const piece = (id: number | null) => (id === null ? '' : tokenizer.tokenText(id));
     const template = new ChatTemplate(chatTemplate(gguf) ?? DEFAULT_CHAT_TEMPLATE, { bos_token: piece(tokenizer.bos), eos_token: piece(tokenizer.eos) });
     const model = await loadModel(file, {
+      backend: options.instanceType,
       ...(options.threads !== null ? { threads: options.threads } : {}),
       ...(options.contextLength !== undefined ? { contextLength: options.contextLength } : {}),
       ...(options.maxRunningSequences !== undefined ? { maxRunningSequences: options.maxRunningSequences } : {}),
