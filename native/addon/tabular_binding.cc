@@ -1,4 +1,5 @@
 // tabularCompile(model, options?) -> TabularModel {run, runSync, describe, dispose}.
+// options: {threads?, device?: 'cpu' | 'cuda', cudaMinRows?} (see graph.h CompileOptions).
 //
 // The model is the plain NormalizedModel object of src/tabular/onnx (typed arrays, strings,
 // numbers); it is read into a native ModelDesc on the JavaScript thread and compiled there (a
@@ -606,6 +607,14 @@ class TabularModel : public Napi::ObjectWrap<TabularModel> {
     o.Set("operators", ops);
     o.Set("initializerBytes", Napi::Number::New(env, static_cast<double>(graph_->initializer_bytes())));
     o.Set("threads", Napi::Number::New(env, graph_->threads()));
+    const bool cuda = graph_->device() == tabular::Device::kCuda;
+    o.Set("device", cuda ? "cuda" : "cpu");
+    if (cuda) {
+      o.Set("deviceName", graph_->device_name());
+      o.Set("cudaMinRows", Napi::Number::New(env, static_cast<double>(graph_->cuda_min_rows())));
+      o.Set("deviceLayers", Napi::Number::New(env, static_cast<double>(graph_->device_layers())));
+      o.Set("deviceBytes", Napi::Number::New(env, static_cast<double>(graph_->device_bytes())));
+    }
     return o;
   }
 
@@ -635,6 +644,25 @@ Napi::Value tabular_compile(const Napi::CallbackInfo& info) {
         const double t = threads.As<Napi::Number>().DoubleValue();
         if (!(t >= 0 && t <= 256) || std::floor(t) != t) range_error(expected + ", got " + std::to_string(t));
         options.threads = static_cast<int>(t);
+      }
+      Napi::Value device = o.Get("device");
+      if (!device.IsUndefined()) {
+        const std::string expected = "tabularCompile: options.device must be \"cpu\" or \"cuda\"";
+        if (!device.IsString()) type_error(expected + ", got " + describe_type(device));
+        const std::string d = device.As<Napi::String>().Utf8Value();
+        if (d == "cuda") {
+          options.device = tabular::Device::kCuda;
+        } else if (d != "cpu") {
+          range_error(expected + ", got " + quoted(d));
+        }
+      }
+      Napi::Value min_rows = o.Get("cudaMinRows");
+      if (!min_rows.IsUndefined()) {
+        const std::string expected = "tabularCompile: options.cudaMinRows must be an integer from 0 to 2^31 - 1";
+        if (!min_rows.IsNumber()) type_error(expected + ", got " + describe_type(min_rows));
+        const double r = min_rows.As<Napi::Number>().DoubleValue();
+        if (!(r >= 0 && r <= 2147483647.0) || std::floor(r) != r) range_error(expected + ", got " + std::to_string(r));
+        options.cuda_min_rows = static_cast<int64_t>(r);
       }
     }
     ModelDesc desc;

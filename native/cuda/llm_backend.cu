@@ -166,6 +166,9 @@ class CudaBackend final : public Backend {
       throw std::runtime_error("step of " + std::to_string(n) + " tokens / " + std::to_string(n_seqs) +
                                " sequences exceeds the CUDA backend's capacity");
     }
+    // The previous step's table copy must be done before the staging buffer is rewritten (a
+    // step that neither samples nor returns logits ends without waiting for the device).
+    PLATFORM_CUDA_CHECK(cudaStreamSynchronize(stream_));
     n_ = n;
     n_logits_ = s.n_logits();
     // Tables: [tokens | pos | seq_of | logit_rows] (cap_tokens_ each), then block tables
@@ -199,7 +202,7 @@ class CudaBackend final : public Backend {
       if (it != graphs_.end()) {
         replay_ = it->second;  // the ops below enqueue nothing; output() launches the graph
       } else {
-        PLATFORM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+        PLATFORM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
         capturing_ = true;
       }
     }

@@ -1,11 +1,15 @@
 #include "graph.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <new>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "../core/thread_pool.h"
+#ifdef PLATFORM_WITH_CUDA
+#include "../cuda/tabular_gemm.h"
+#endif
 
 namespace platform::tabular {
 namespace {
@@ -46,6 +50,40 @@ std::string node_label(const NodeDesc& n) {
   }
 }
 
+#ifdef PLATFORM_WITH_CUDA
+// The crossover row count when CompileOptions does not give one.
+int64_t default_cuda_min_rows() {
+  const char* env = std::getenv("PLATFORM_TABULAR_CUDA_MIN_ROWS");
+  if (env == nullptr || *env == '\0') return kDefaultCudaMinRows;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*end != '\0' || v < 0 || v > (1LL << 40)) {
+    fail(std::string("PLATFORM_TABULAR_CUDA_MIN_ROWS must be a non-negative integer, got \"") + env + "\"");
+  }
+  return v;
+}
+
+int64_t attr_int_or(const NodeDesc& n, const char* name, int64_t fallback) {
+  auto it = n.attributes.find(name);
+  return it != n.attributes.end() && it->second.kind == Attribute::Kind::kInt ? it->second.i : fallback;
+}
+
+double attr_float_or(const NodeDesc& n, const char* name, double fallback) {
+  auto it = n.attributes.find(name);
+  return it != n.attributes.end() && it->second.kind == Attribute::Kind::kFloat ? it->second.f : fallback;
+}
+
+// Values a device layer can add per output element: one value ([], [1], [1, 1]) or one per column
+// ([N], [1, N]). Returns the count, or 0 when `t` is not such a float bias.
+int64_t bias_length(const Tensor& t, int64_t N) {
+  if (!t.defined() || t.dtype() != DType::kFloat || t.rank() > 2) return 0;
+  if (t.rank() == 2 && t.dim(0) != 1) return 0;
+  if (t.size() == 1) return 1;
+  if (t.rank() >= 1 && t.dim(t.rank() - 1) == N && t.size() == N) return N;
+  return 0;
+}
+#endif
+
 ValueInfo info_from_desc(const ValueDesc& d) {
   ValueInfo v;
   if (d.kind != ValueDesc::Kind::kTensor) return v;
@@ -62,6 +100,16 @@ std::shared_ptr<const Graph> Graph::compile(const ModelDesc& model, const Compil
   g->inputs_ = model.inputs;
   g->outputs_ = model.outputs;
   g->threads_ = resolve_thread_count(options.threads);
+  if (options.device == Device::kCuda) {
+#ifdef PLATFORM_WITH_CUDA
+    const std::string why = cuda::tabular_device_unavailable();
+    if (!why.empty()) fail("instance type cuda is not available on this host: " + why);
+    g->cuda_min_rows_ = options.cuda_min_rows >= 0 ? options.cuda_min_rows : default_cuda_min_rows();
+    g->device_ = cuda::TabularDevice::open(0);
+#else
+    fail("instance type cuda is not available on this host: this addon was built without CUDA (run `npm run build:cuda`)");
+#endif
+  }
 
   std::unordered_map<std::string, int> ids;
   std::vector<ValueInfo> infos;
@@ -136,6 +184,8 @@ std::shared_ptr<const Graph> Graph::compile(const ModelDesc& model, const Compil
     }
 
     CompileContext ctx(nd, in_infos);
+    ctx.device = g->device_;
+    ctx.device_min_rows = g->cuda_min_rows_;
     try {
       node.kernel = factory->second(ctx);
     } catch (...) {
@@ -201,7 +251,163 @@ std::shared_ptr<const Graph> Graph::compile(const ModelDesc& model, const Compil
       if (id >= 0 && last_reader[id] < 0 && !pinned[id]) node.release.push_back(id);
     }
   }
+  if (g->device_) g->plan_device_chains(model, infos);
   return g;
+}
+
+void Graph::plan_device_chains(const ModelDesc& model, const std::vector<ValueInfo>& infos) {
+#ifdef PLATFORM_WITH_CUDA
+  std::vector<int> readers(static_cast<size_t>(value_count_), 0);
+  for (const Node& node : nodes_) {
+    for (int id : node.inputs) {
+      if (id >= 0) ++readers[id];
+    }
+  }
+  std::vector<bool> is_output(static_cast<size_t>(value_count_), false);
+  for (int id : output_ids_) is_output[id] = true;
+  std::unordered_map<int, cuda::TabularBufferId> uploaded;  // value id -> device buffer
+  auto upload = [&](int id) {
+    auto it = uploaded.find(id);
+    if (it != uploaded.end()) return it->second;
+    const Tensor& t = constants_[id];
+    const cuda::TabularBufferId b = device_->upload(t.data<float>(), t.size());
+    uploaded.emplace(id, b);
+    return b;
+  };
+
+  // Node n as a device product: a float Gemm (transA 0) or MatMul whose B is a constant matrix.
+  auto product = [&](size_t n, cuda::TabularLayer& layer, int& a_id) -> bool {
+    const NodeDesc& nd = model.nodes[n];
+    const Node& node = nodes_[n];
+    const bool gemm = nd.op_type == "Gemm", matmul = nd.op_type == "MatMul";
+    if (!nd.domain.empty() || (!gemm && !matmul)) return false;
+    if (node.inputs.size() < 2 || node.inputs[0] < 0 || node.inputs[1] < 0) return false;
+    if (node.outputs.size() != 1 || node.outputs[0] < 0) return false;
+    const Tensor& b = constants_[node.inputs[1]];
+    if (!b.defined() || b.dtype() != DType::kFloat || b.rank() != 2) return false;
+    const ValueInfo& a = infos[node.inputs[0]];
+    if (a.dtype != DType::kFloat || a.constant != nullptr || (a.has_shape && a.rank() != 2)) return false;
+    cuda::TabularLayer l;
+    int bias_id = -1;
+    if (gemm) {
+      if (attr_int_or(nd, "transA", 0) != 0) return false;
+      l.trans_b = attr_int_or(nd, "transB", 0) != 0;
+      l.K = l.trans_b ? b.dim(1) : b.dim(0);
+      l.N = l.trans_b ? b.dim(0) : b.dim(1);
+      l.alpha = static_cast<float>(attr_float_or(nd, "alpha", 1.0));
+      l.beta = static_cast<float>(attr_float_or(nd, "beta", 1.0));
+      if (node.inputs.size() >= 3 && node.inputs[2] >= 0) {
+        l.bias_len = bias_length(constants_[node.inputs[2]], l.N);
+        if (l.bias_len == 0) return false;  // C a full matrix or not constant: per node
+        bias_id = node.inputs[2];
+      }
+    } else {
+      l.K = b.dim(0);
+      l.N = b.dim(1);
+    }
+    if (a.has_shape && a.dims[1] >= 0 && a.dims[1] != l.K) return false;  // the kernel reports it
+    l.weight = upload(node.inputs[1]);
+    if (bias_id >= 0) l.bias = upload(bias_id);
+    layer = l;
+    a_id = node.inputs[0];
+    return true;
+  };
+  // Value v flows only into node n (so nothing else needs it materialised on the host).
+  auto only_into = [&](int v, size_t n) {
+    if (n >= nodes_.size() || readers[v] != 1 || is_output[v]) return false;
+    const auto& in = nodes_[n].inputs;
+    return std::find(in.begin(), in.end(), v) != in.end() && nodes_[n].outputs.size() == 1 && nodes_[n].outputs[0] >= 0;
+  };
+
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    DeviceChain c;
+    cuda::TabularLayer layer;
+    int a_id = -1;
+    if (!product(n, layer, a_id)) continue;
+    c.first = n;
+    c.input = a_id;
+    c.layers.push_back(layer);
+    size_t cur = n;
+    int v = nodes_[n].outputs[0];
+    bool activated = false;
+    while (only_into(v, cur + 1)) {
+      const size_t next = cur + 1;
+      const NodeDesc& nd = model.nodes[next];
+      const Node& node = nodes_[next];
+      cuda::TabularLayer& last = c.layers.back();
+      if (!nd.domain.empty()) break;
+      if (nd.op_type == "Add" && !activated && last.bias < 0 && node.inputs.size() == 2) {
+        const int other = node.inputs[0] == v ? node.inputs[1] : node.inputs[0];
+        const int64_t len = other >= 0 ? bias_length(constants_[other], last.N) : 0;
+        if (len == 0 || other == v) break;
+        last.bias = upload(other);
+        last.bias_len = len;
+        last.beta = 1.0f;
+      } else if ((nd.op_type == "Relu" || nd.op_type == "Sigmoid" || nd.op_type == "Tanh") && !activated &&
+                 node.inputs.size() == 1) {
+        last.activation = nd.op_type == "Relu"      ? cuda::TabularActivation::kRelu
+                          : nd.op_type == "Sigmoid" ? cuda::TabularActivation::kSigmoid
+                                                    : cuda::TabularActivation::kTanh;
+        activated = true;
+      } else {
+        cuda::TabularLayer l2;
+        int a2 = -1;
+        if (!product(next, l2, a2) || a2 != v || l2.K != last.N) break;
+        c.layers.push_back(l2);
+        activated = false;
+      }
+      cur = next;
+      v = nodes_[next].outputs[0];
+    }
+    c.end = cur + 1;
+    c.output = v;
+    nodes_[n].chain = static_cast<int>(chains_.size());
+    chains_.push_back(std::move(c));
+    n = cur;
+  }
+#else
+  (void)model, (void)infos;
+#endif
+}
+
+bool Graph::run_chain(const DeviceChain& c, std::vector<Tensor>& slots) const {
+#ifdef PLATFORM_WITH_CUDA
+  const Tensor& x = slots[c.input];
+  // Anything unexpected (a bad input the kernels will name, a small batch) runs node by node.
+  if (!x.defined() || x.dtype() != DType::kFloat || x.rank() != 2 || x.dim(1) != c.layers.front().K ||
+      x.dim(0) < cuda_min_rows_) {
+    return false;
+  }
+  const int64_t M = x.dim(0);
+  Tensor y(DType::kFloat, {M, c.layers.back().N});
+  device_->run_layers(c.layers.data(), c.layers.size(), M, x.data<float>(), std::max<int64_t>(x.dim(1), 1),
+                      y.data<float>());
+  slots[c.output] = std::move(y);
+  return true;
+#else
+  (void)c, (void)slots;
+  return false;
+#endif
+}
+
+std::string Graph::device_name() const {
+#ifdef PLATFORM_WITH_CUDA
+  if (device_) return device_->device_name();
+#endif
+  return "";
+}
+
+size_t Graph::device_layers() const {
+  size_t n = 0;
+  for (const DeviceChain& c : chains_) n += c.layers.size();
+  return n;
+}
+
+int64_t Graph::device_bytes() const {
+#ifdef PLATFORM_WITH_CUDA
+  if (device_) return device_->resident_bytes();
+#endif
+  return 0;
 }
 
 std::vector<Tensor> Graph::check_inputs(std::vector<NamedTensor> given) const {
@@ -254,7 +460,26 @@ std::vector<GraphOutput> Graph::run(std::vector<Tensor> inputs, const RunOptions
   }
   for (size_t k = 0; k < inputs.size(); ++k) slots[input_ids_[k]] = std::move(inputs[k]);
 
-  for (const Node& node : nodes_) {
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    const Node& node = nodes_[n];
+    if (node.chain >= 0) {
+      const DeviceChain& c = chains_[static_cast<size_t>(node.chain)];
+      bool ran = false;
+      try {
+        ran = run_chain(c, slots);
+      } catch (...) {
+        const size_t more = c.end - c.first - 1;
+        rethrow_for(node.label + (more ? " and the " + std::to_string(more) + " nodes after it" : std::string()) +
+                    ", on the CUDA device");
+      }
+      if (ran) {
+        for (size_t k = c.first; k < c.end; ++k) {
+          for (int id : nodes_[k].release) slots[id] = Tensor();
+        }
+        n = c.end - 1;
+        continue;
+      }
+    }
     std::vector<const Tensor*> in(node.inputs.size(), nullptr);
     std::vector<Tensor*> reusable(node.inputs.size(), nullptr);
     for (size_t k = 0; k < node.inputs.size(); ++k) {

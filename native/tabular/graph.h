@@ -11,15 +11,28 @@
 #include <string>
 #include <vector>
 
+#include "../cuda/tabular_gemm.h"  // plain C++ declarations; only called in the CUDA build
 #include "kernel.h"
 #include "model.h"
 #include "tensor.h"
 
 namespace platform::tabular {
 
+// Where float Gemm / MatMul products run. Every other operator always runs on the CPU.
+enum class Device { kCpu, kCuda };
+
+// Rows (the first dimension of a product's A) from which a model compiled for CUDA runs its
+// products on the device; smaller batches stay on the CPU, where they are faster. Overridden per
+// model by CompileOptions::cuda_min_rows, or for the process by PLATFORM_TABULAR_CUDA_MIN_ROWS.
+constexpr int64_t kDefaultCudaMinRows = 256;
+
 struct CompileOptions {
   // Threads per run; <= 0: the engine default (PLATFORM_THREADS or the hardware threads).
   int threads = 0;
+  // kCuda: compile fails unless the addon has the CUDA backend and device 0 is usable.
+  Device device = Device::kCpu;
+  // < 0: PLATFORM_TABULAR_CUDA_MIN_ROWS when set, else kDefaultCudaMinRows. 0: always the device.
+  int64_t cuda_min_rows = -1;
 };
 
 struct RunOptions {
@@ -55,6 +68,14 @@ class Graph {
   const std::vector<std::string>& operators() const { return operators_; }
   int64_t initializer_bytes() const { return initializer_bytes_; }
   int threads() const { return threads_; }
+  Device device() const { return device_ ? Device::kCuda : Device::kCpu; }
+  // CUDA only: the crossover row count, the device's name, the layers run as device chains (of
+  // the Gemm / MatMul nodes, with their fused bias Adds and activations) and the bytes of weights
+  // kept on the device.
+  int64_t cuda_min_rows() const { return cuda_min_rows_; }
+  std::string device_name() const;
+  size_t device_layers() const;
+  int64_t device_bytes() const;
 
   // Validates named inputs against the declared graph inputs: every input given exactly once, no
   // unknown names, the declared element type, the declared rank, and every fixed dimension except
@@ -73,7 +94,23 @@ class Graph {
     std::vector<int> outputs;  // value ids, -1 for an omitted optional output
     std::vector<bool> last_use;  // per input: no later node or graph output reads it
     std::vector<int> release;    // values to free after this node
+    int chain = -1;              // CUDA: index in chains_ of the device chain this node starts
   };
+
+  // Consecutive nodes [first, end) that run as one device call when their input has enough rows:
+  // Gemm (transA 0) / MatMul with a constant 2-D float B, each optionally followed by an Add of a
+  // constant bias row (MatMul, or Gemm without C) and by Relu, Sigmoid or Tanh; every value between
+  // them read only by the next node. Otherwise the nodes run one by one as usual.
+  struct DeviceChain {
+    size_t first = 0, end = 0;
+    int input = -1;   // value id of the first product's A
+    int output = -1;  // value id of the last node's output
+    std::vector<cuda::TabularLayer> layers;
+  };
+
+  void plan_device_chains(const ModelDesc& model, const std::vector<ValueInfo>& infos);
+  // True when chain c ran (on the device) for these slots; false: run its nodes on the CPU.
+  bool run_chain(const DeviceChain& c, std::vector<Tensor>& slots) const;
 
   std::vector<ValueDesc> inputs_;
   std::vector<ValueDesc> outputs_;
@@ -85,6 +122,9 @@ class Graph {
   std::vector<std::string> operators_;
   int64_t initializer_bytes_ = 0;
   int threads_ = 1;
+  std::shared_ptr<cuda::TabularDevice> device_;  // null: CPU only
+  int64_t cuda_min_rows_ = 0;
+  std::vector<DeviceChain> chains_;
 };
 
 }  // namespace platform::tabular

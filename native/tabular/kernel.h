@@ -22,6 +22,10 @@
 #include "model.h"
 #include "tensor.h"
 
+namespace platform::cuda {
+class TabularDevice;  // cuda/tabular_gemm.h; only ever non-null in the CUDA build
+}
+
 namespace platform::tabular {
 
 // Static knowledge of a value at compile time.
@@ -85,6 +89,11 @@ class CompileContext {
 
   // Set by the factory: one per node output.
   std::vector<ValueInfo> outputs;
+
+  // Set by the graph when it compiles for CUDA: float Gemm / MatMul kernels that the graph does not
+  // run as a device chain may run a product of at least `device_min_rows` rows on this device.
+  std::shared_ptr<cuda::TabularDevice> device;
+  int64_t device_min_rows = 0;
 
  private:
   const Attribute& attr(const char* name, Attribute::Kind kind, const char* what) const;

@@ -1,6 +1,11 @@
 // Gemm and MatMul. float runs on the engine's gemm_f32 (SIMD, blocked, threaded; M == 1 goes to
 // its GEMV kernels); double and the integer types of MatMul use a plain i-k-j loop, which the
 // compiler vectorises and which is ample for tabular model sizes.
+//
+// On a model compiled for CUDA, a float product of at least the model's crossover row count runs
+// on the device instead (cuda/tabular_gemm.h, every operand copied up and the result back). Most
+// Gemm / MatMul nodes never get here with such batches: the graph runs chains of them (with
+// constant weights resident on the device) itself; see graph.cc.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -8,6 +13,9 @@
 #include "../core/gemm.h"
 #include "../core/thread_pool.h"
 #include "kernel.h"
+#ifdef PLATFORM_WITH_CUDA
+#include "../cuda/tabular_gemm.h"
+#endif
 
 namespace platform::tabular {
 namespace {
@@ -60,12 +68,34 @@ void gemm_loop(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alph
   }
 }
 
+// Where the model runs float products of at least `min_rows` rows on a CUDA device.
+struct DeviceChoice {
+  std::shared_ptr<cuda::TabularDevice> device;
+  int64_t min_rows = 0;
+
+  explicit DeviceChoice(const CompileContext& ctx) : device(ctx.device), min_rows(ctx.device_min_rows) {}
+
+  // Runs C = alpha op(A) op(B) + beta C on the device when it applies; false: use the CPU.
+  bool gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+            const float* B, int64_t ldb, float beta, float* C, int64_t ldc) const {
+#ifdef PLATFORM_WITH_CUDA
+    if (device && M >= min_rows) {
+      cuda::gemm_f32_device(*device, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      return true;
+    }
+#endif
+    (void)transA, (void)transB, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb;
+    (void)beta, (void)C, (void)ldc;
+    return false;
+  }
+};
+
 // ---- Gemm ----
 
 class GemmKernel : public Kernel {
  public:
-  GemmKernel(double alpha, double beta, bool transA, bool transB)
-      : alpha_(alpha), beta_(beta), transA_(transA), transB_(transB) {}
+  GemmKernel(double alpha, double beta, bool transA, bool transB, DeviceChoice device)
+      : alpha_(alpha), beta_(beta), transA_(transA), transB_(transB), device_(std::move(device)) {}
 
   void run(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -98,6 +128,11 @@ class GemmKernel : public Kernel {
       if (has_c) fill_broadcast<T>(ctx.input(2), M, N, yd);
       if (M == 0 || N == 0) return;
       if constexpr (std::is_same_v<T, float>) {
+        if (device_.gemm(transA_, transB_, M, N, K, static_cast<float>(alpha_), a.data<float>(),
+                         std::max<int64_t>(a.dim(1), 1), b.data<float>(), std::max<int64_t>(b.dim(1), 1),
+                         has_c ? static_cast<float>(beta_) : 0.0f, yd, N)) {
+          return;
+        }
         GemmOptions opt;
         opt.threads = gemm_threads(M, N, K, ctx.threads());
         gemm_f32(transA_, transB_, M, N, K, static_cast<float>(alpha_), a.data<float>(), std::max<int64_t>(a.dim(1), 1),
@@ -144,6 +179,7 @@ class GemmKernel : public Kernel {
 
   double alpha_, beta_;
   bool transA_, transB_;
+  DeviceChoice device_;
 };
 
 std::unique_ptr<Kernel> make_gemm(CompileContext& ctx) {
@@ -196,7 +232,7 @@ std::unique_ptr<Kernel> make_gemm(CompileContext& ctx) {
     }
   }
   ctx.outputs = {out};
-  return std::make_unique<GemmKernel>(alpha, beta, ta != 0, tb != 0);
+  return std::make_unique<GemmKernel>(alpha, beta, ta != 0, tb != 0, DeviceChoice(ctx));
 }
 
 // ---- MatMul ----
@@ -236,6 +272,8 @@ MatMulShape matmul_shape(const Shape& a, const Shape& b, bool partial) {
 
 class MatMulKernel : public Kernel {
  public:
+  explicit MatMulKernel(DeviceChoice device) : device_(std::move(device)) {}
+
   void run(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
@@ -254,6 +292,10 @@ class MatMulKernel : public Kernel {
       if (y.size() == 0) return;
       auto one = [&](const T* ap, const T* bp, T* yp, int64_t rows) {
         if constexpr (std::is_same_v<T, float>) {
+          if (device_.gemm(false, false, rows, N, K, 1.0f, ap, std::max<int64_t>(K, 1), bp, std::max<int64_t>(N, 1),
+                           0.0f, yp, std::max<int64_t>(N, 1))) {
+            return;
+          }
           GemmOptions opt;
           opt.threads = gemm_threads(rows, N, K, ctx.threads());
           gemm_f32(false, false, rows, N, K, 1.0f, ap, std::max<int64_t>(K, 1), bp, std::max<int64_t>(N, 1), 0.0f, yp,
@@ -310,6 +352,8 @@ class MatMulKernel : public Kernel {
     }
     return st;
   }
+
+  DeviceChoice device_;
 };
 
 std::unique_ptr<Kernel> make_matmul(CompileContext& ctx) {
@@ -331,7 +375,7 @@ std::unique_ptr<Kernel> make_matmul(CompileContext& ctx) {
     out.dims = matmul_shape(a.dims, b.dims, true).out;
   }
   ctx.outputs = {out};
-  return std::make_unique<MatMulKernel>();
+  return std::make_unique<MatMulKernel>(DeviceChoice(ctx));
 }
 
 }  // namespace
