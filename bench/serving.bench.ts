@@ -4,8 +4,11 @@
 // the engine's TypeScript interface, and the ratios show what HTTP, SSE and the host cost. The
 // server's own /metrics figures are printed beside the client's.
 //
-// The model is synthetic (random weights, Q8_0): SERVING_BENCH_DIM (512), _LAYERS (6); the
-// workload: SERVING_BENCH_REQUESTS (48), prompts of 16-128 words, outputs of 16-96 tokens.
+// The model is synthetic (random weights, Q8_0): SERVING_BENCH_DIM (512), _LAYERS (6); or an
+// existing GGUF file: SERVING_BENCH_MODEL (e.g. the Llama-3-8B-shaped file that
+// native/tools/platform-make-gguf writes for the CUDA runs). SERVING_BENCH_INSTANCE_TYPE: cpu
+// (default) or cuda, for both paths. The workload: SERVING_BENCH_REQUESTS (48) per concurrency
+// in SERVING_BENCH_CONCURRENCY (1,16), prompts of 16-128 words, outputs of 16-96 tokens.
 // Needs `npm run build` (dist/) first.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -25,7 +28,10 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DIM = Number(process.env.SERVING_BENCH_DIM ?? 512);
 const LAYERS = Number(process.env.SERVING_BENCH_LAYERS ?? 6);
 const REQUESTS = Number(process.env.SERVING_BENCH_REQUESTS ?? 48);
-const CONCURRENCY = [1, 16];
+const CONCURRENCY = (process.env.SERVING_BENCH_CONCURRENCY ?? '1,16').split(',').map(Number);
+const MAX_RUNNING = Math.max(16, ...CONCURRENCY);
+const MODEL_FILE = process.env.SERVING_BENCH_MODEL;
+const INSTANCE_TYPE = process.env.SERVING_BENCH_INSTANCE_TYPE === 'cuda' ? 'cuda' : 'cpu';
 const WORDS = ['the', 'a', 'little', 'girl', 'was', 'in', 'time', 'once', 'upon', 'there', 'and', 'to', 'world', 'hello', 'it', 'is', 'of'];
 
 interface Job {
@@ -72,11 +78,14 @@ const f = (n: number) => (Number.isFinite(n) ? n.toFixed(n >= 100 ? 0 : 2) : '-'
 
 export default async function run(): Promise<void> {
   const work = mkdtempSync(path.join(os.tmpdir(), 'serving-bench-'));
-  const modelsDir = path.join(work, 'models');
-  const file = path.join(modelsDir, 'bench.gguf');
-  const model = tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: DIM, nLayer: LAYERS, nHead: 8, nHeadKv: 4, nFf: DIM * 3, nCtx: 2048, seed: 5, weightType: 'Q8_0', embeddingType: 'Q8_0', name: 'bench', weightScale: 0.2 });
-  (await import('node:fs')).mkdirSync(modelsDir, { recursive: true });
-  writeGguf(file, model.spec);
+  const modelsDir = MODEL_FILE ? path.dirname(path.resolve(MODEL_FILE)) : path.join(work, 'models');
+  const file = MODEL_FILE ? path.resolve(MODEL_FILE) : path.join(modelsDir, 'bench.gguf');
+  const name = path.basename(file, '.gguf');
+  if (!MODEL_FILE) {
+    const model = tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: DIM, nLayer: LAYERS, nHead: 8, nHeadKv: 4, nFf: DIM * 3, nCtx: 2048, seed: 5, weightType: 'Q8_0', embeddingType: 'Q8_0', name: 'bench', weightScale: 0.2 });
+    (await import('node:fs')).mkdirSync(modelsDir, { recursive: true });
+    writeGguf(file, model.spec);
+  }
   const gguf = await readGguf(file);
   const tokenizer = Tokenizer.fromGguf(gguf);
   const template = new ChatTemplate(DEFAULT_CHAT_TEMPLATE, { bos_token: '<s>', eos_token: '</s>' });
@@ -88,7 +97,7 @@ export default async function run(): Promise<void> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const host: ChildProcess = spawn(process.execPath, [path.join(ROOT, 'dist/server/main.js')], {
-    env: { ...process.env, DATA_DIR: dataDir, MODELS_DIR: modelsDir, PORT: String(port), LOG_LEVEL: 'warn', LLM_MAX_RUNNING_SEQUENCES: '16', LLM_CONTEXT_LENGTH: '2048' },
+    env: { ...process.env, DATA_DIR: dataDir, MODELS_DIR: modelsDir, PORT: String(port), LOG_LEVEL: 'warn', LLM_MAX_RUNNING_SEQUENCES: String(MAX_RUNNING), LLM_CONTEXT_LENGTH: '2048' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
@@ -99,7 +108,7 @@ export default async function run(): Promise<void> {
     const tokenRes = await fetch(`${url}/api/v1/authentication/platform-api-key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ platformApiKey: key }) });
     const { accessToken } = (await tokenRes.json()) as { accessToken: string };
     const auth = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' };
-    await fetch(`${url}/api/v1/library/deployments`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench', model_id: 'bench' }) });
+    await fetch(`${url}/api/v1/library/deployments`, { method: 'POST', headers: auth, body: JSON.stringify({ name, model_id: 'bench', instance_type: INSTANCE_TYPE }) });
     for (;;) {
       const dep = (await (await fetch(`${url}/api/v1/library/deployments/bench`, { headers: auth })).json()) as { status: string; reason: string };
       if (dep.status === 'LIVE') break;
@@ -135,7 +144,7 @@ export default async function run(): Promise<void> {
       return { ttftMs: f0 - sent, tpotMs: tokens > 1 ? (last - f0) / (tokens - 1) : null, tokens };
     };
 
-    const engine = await loadModel(file, { maxRunningSequences: 16, contextLength: 2048 });
+    const engine = await loadModel(file, { backend: INSTANCE_TYPE, maxRunningSequences: MAX_RUNNING, contextLength: 2048 });
     const inProcess = async (job: Job): Promise<Measured> => {
       const sent = performance.now();
       const prompt = tokenizer.encode(template.render([{ role: 'user', content: job.prompt }]), { addSpecial: true, parseSpecial: true });
@@ -174,7 +183,7 @@ export default async function run(): Promise<void> {
     const header = ['conc.', 'path', 'req/s', 'output tok/s', 'TTFT ms mean / p50 / p99', 'TPOT ms mean / p50 / p99'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const line = (cells: string[]) => `| ${cells.map((x, i) => x.padStart(widths[i]!)).join(' | ')} |`;
-    console.log(`model: dim ${DIM}, ${LAYERS} layers, Q8_0, ${REQUESTS} requests per run, prompts 16-128 words, outputs 16-96 tokens`);
+    console.log(`model: ${MODEL_FILE ? file : `dim ${DIM}, ${LAYERS} layers, Q8_0`} on ${INSTANCE_TYPE}, ${REQUESTS} requests per run, prompts 16-128 words, outputs 16-96 tokens`);
     console.log(line(header));
     console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
     for (const r of rows) console.log(line(r));
