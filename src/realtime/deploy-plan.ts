@@ -3,7 +3,7 @@
 // is the complete TrafficConfig that goes live if the builds load.
 import { invalidArgument } from '../errors.js';
 import { DEFAULT_VARIATION, variationNameProblem } from './names.js';
-import { mentionedVariations, soleVariation, type AudienceRouting, type BatchingOverride, type RouteConfig, type TrafficConfig } from './traffic.js';
+import { mentionedVariations, soleVariation, type AudienceRouting, type BatchingOverride, type InstanceType, type RouteConfig, type TrafficConfig } from './traffic.js';
 
 /** The audiences section as sent (the deploy file's `realtime.audiences`), not yet checked. */
 export type RawAudiences = unknown;
@@ -15,6 +15,8 @@ export interface DeployPlanInput {
   buildId: string;
   audiences: RawAudiences | undefined;
   batching?: BatchingOverride;
+  /** The deployed variation's instance type (default cpu). */
+  instanceType?: InstanceType;
   /** Whether an audience id exists. */
   audienceExists: (id: string) => boolean;
 }
@@ -114,22 +116,24 @@ export function planDeployment(input: DeployPlanInput): { variation: string; tra
   const variations = { ...(input.live?.variations ?? {}), [variation]: input.buildId };
   const batching = { ...(input.live?.batching ?? {}) };
   if (input.batching) batching[variation] = input.batching;
+  // Other variations keep theirs; the deployed one gets what was asked for (cpu unless said).
+  const instanceTypes = { ...(input.live?.instanceTypes ?? {}), [variation]: input.instanceType ?? 'cpu' };
 
   if (input.audiences === undefined) {
-    if (!input.live || Object.keys(input.live.variations).length === 0) return { variation, traffic: { ...soleVariation(variation, input.buildId), batching } };
-    if (variation in input.live.variations) return { variation, traffic: { ...input.live, variations, batching } };
+    if (!input.live || Object.keys(input.live.variations).length === 0) return { variation, traffic: { ...soleVariation(variation, input.buildId), batching, instanceTypes } };
+    if (variation in input.live.variations) return { variation, traffic: { ...input.live, variations, batching, instanceTypes } };
     throw invalidArgument(
       `model already has variation${existing.length > 1 ? 's' : ''} ${existing.map((v) => `"${v}"`).join(', ')}; deploying the new variation "${variation}" needs a deployment file whose audiences list every existing variation`,
       AT,
     );
   }
   if (Array.isArray(input.audiences) && input.audiences.length === 0 && existing.length === 0) {
-    return { variation, traffic: { ...soleVariation(variation, input.buildId), batching } };
+    return { variation, traffic: { ...soleVariation(variation, input.buildId), batching, instanceTypes } };
   }
   const known = new Set(Object.keys(variations));
   const { audiences, fallback } = checkAudiences(input.audiences, known, input.audienceExists);
   checkAllListed(existing, audiences, fallback);
-  return { variation, traffic: { variations, audiences, fallbackVariation: fallback, batching } };
+  return { variation, traffic: { variations, audiences, fallbackVariation: fallback, batching, instanceTypes } };
 }
 
 /** The traffic left after removing a variation; `audiences` gives the remaining routes. */
@@ -138,8 +142,10 @@ export function planUndeploy(live: TrafficConfig, variation: string, audiences: 
   delete variations[variation];
   const batching = { ...(live.batching ?? {}) };
   delete batching[variation];
+  const instanceTypes = { ...(live.instanceTypes ?? {}) };
+  delete instanceTypes[variation];
   const remaining = Object.keys(variations);
-  if (remaining.length === 0) return { variations, audiences: [], fallbackVariation: null, batching };
+  if (remaining.length === 0) return { variations, audiences: [], fallbackVariation: null, batching, instanceTypes };
 
   if (audiences === undefined) {
     // Without a file, the variation may go only if no live request depends on it.
@@ -153,10 +159,10 @@ export function planUndeploy(live: TrafficConfig, variation: string, audiences: 
     }
     // Shadow and zero-weight routes to it simply disappear.
     const kept = live.audiences.map((a) => ({ id: a.id, routes: a.routes.filter((r) => r.variation_name !== variation) }));
-    return { variations, audiences: kept, fallbackVariation: live.fallbackVariation, batching };
+    return { variations, audiences: kept, fallbackVariation: live.fallbackVariation, batching, instanceTypes };
   }
   const known = new Set(remaining);
   const checked = checkAudiences(audiences, known, audienceExists);
   checkAllListed(remaining, checked.audiences, checked.fallback);
-  return { variations, audiences: checked.audiences, fallbackVariation: checked.fallback, batching };
+  return { variations, audiences: checked.audiences, fallbackVariation: checked.fallback, batching, instanceTypes };
 }

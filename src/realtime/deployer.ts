@@ -11,7 +11,7 @@ import { planDeployment, planUndeploy, type RawAudiences } from './deploy-plan.j
 import type { DeploymentAction, DeploymentRecord, DeploymentStore } from './deployments.js';
 import type { ModelRecord, ModelStore } from './models.js';
 import type { RealtimeRegistry } from './registry.js';
-import type { BatchingOverride, TrafficConfig } from './traffic.js';
+import type { BatchingOverride, InstanceType, TrafficConfig } from './traffic.js';
 
 export interface DeployRequest {
   modelId: string;
@@ -20,6 +20,8 @@ export interface DeployRequest {
   /** The deploy file's realtime.audiences, when a file was given. */
   audiences?: RawAudiences;
   batching?: BatchingOverride;
+  /** Where the variation runs; default cpu. */
+  instanceType?: InstanceType;
 }
 
 export interface UndeployRequest {
@@ -38,11 +40,19 @@ export class Deployer {
     private readonly audiences: AudienceStore,
     private readonly registry: RealtimeRegistry,
     private readonly log: FastifyBaseLogger,
+    /** Why instance type cuda cannot be used on this host, or null when it can. */
+    private readonly cudaUnavailable: () => string | null,
   ) {}
 
   deploy(request: DeployRequest): DeploymentRecord {
     const model = this.realtimeModel(request.modelId);
     this.builds.get(model.id, request.buildId);
+    const instanceType = request.instanceType ?? 'cpu';
+    // Refused here, before anything is recorded: not a FAILED deployment after the fact.
+    if (instanceType === 'cuda') {
+      const why = this.cudaUnavailable();
+      if (why !== null) throw invalidArgument(`instance type cuda is not available on this host: ${why}`, 'instance_type');
+    }
     this.refuseIfBusy(model.id);
     const live = this.deployments.live(model.id)?.traffic;
     const { variation, traffic } = planDeployment({
@@ -51,9 +61,10 @@ export class Deployer {
       buildId: request.buildId,
       audiences: request.audiences,
       batching: request.batching,
+      instanceType,
       audienceExists: (id) => this.audiences.find(id) !== undefined,
     });
-    return this.launch(model.id, 'deploy', variation, request.buildId, traffic);
+    return this.launch(model.id, 'deploy', variation, request.buildId, instanceType, traffic);
   }
 
   undeploy(request: UndeployRequest): DeploymentRecord {
@@ -64,7 +75,7 @@ export class Deployer {
       throw notFound(`model "${model.id}" has no variation "${request.variationName}"`, 'variation_name');
     }
     const traffic = planUndeploy(live, request.variationName, request.audiences, (id) => this.audiences.find(id) !== undefined);
-    return this.launch(model.id, 'undeploy', request.variationName, null, traffic);
+    return this.launch(model.id, 'undeploy', request.variationName, null, null, traffic);
   }
 
   /** Loads every model's LIVE deployment; called once on start, before serving. */
@@ -97,8 +108,15 @@ export class Deployer {
     if (busy) throw conflict(`model "${modelId}" has deployment ${busy.id} in progress (${busy.status}); wait for it to finish`, 'model_id');
   }
 
-  private launch(modelId: string, action: DeploymentAction, variation: string, buildId: string | null, traffic: TrafficConfig): DeploymentRecord {
-    const record = this.deployments.create(modelId, action, variation, buildId, traffic);
+  private launch(
+    modelId: string,
+    action: DeploymentAction,
+    variation: string,
+    buildId: string | null,
+    instanceType: InstanceType | null,
+    traffic: TrafficConfig,
+  ): DeploymentRecord {
+    const record = this.deployments.create(modelId, action, variation, buildId, instanceType, traffic);
     const task = (async () => {
       // Let the 202 go out before the (synchronous) parse and compile begin.
       await new Promise((resolve) => setImmediate(resolve));

@@ -3,7 +3,7 @@
 import type { Db } from '../store/database.js';
 import { notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import type { TrafficConfig } from './traffic.js';
+import type { InstanceType, TrafficConfig } from './traffic.js';
 
 export type DeploymentStatus = 'PENDING' | 'DEPLOYING' | 'LIVE' | 'FAILED' | 'SUPERSEDED';
 
@@ -18,6 +18,8 @@ export interface DeploymentRecord {
   variationName: string;
   /** The build deployed; null for an undeploy. */
   buildId: string | null;
+  /** Where the deployed variation runs; null for an undeploy. */
+  instanceType: InstanceType | null;
   traffic: TrafficConfig;
   createdAt: number;
   updatedAt: number;
@@ -31,6 +33,7 @@ interface Row {
   reason: string | null;
   variation_name: string;
   build_id: string | null;
+  instance_type: InstanceType | null;
   traffic: string;
   created_at: number;
   updated_at: number;
@@ -44,6 +47,7 @@ const toRecord = (r: Row): DeploymentRecord => ({
   reason: r.reason,
   variationName: r.variation_name,
   buildId: r.build_id,
+  instanceType: r.instance_type,
   traffic: JSON.parse(r.traffic) as TrafficConfig,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -55,15 +59,22 @@ export class DeploymentStore {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  create(modelId: string, action: DeploymentAction, variationName: string, buildId: string | null, traffic: TrafficConfig): DeploymentRecord {
+  create(
+    modelId: string,
+    action: DeploymentAction,
+    variationName: string,
+    buildId: string | null,
+    instanceType: InstanceType | null,
+    traffic: TrafficConfig,
+  ): DeploymentRecord {
     const now = this.clock();
     const id = newId('dep');
     this.db
       .prepare(
-        `INSERT INTO deployments (id, model_id, action, status, reason, variation_name, build_id, traffic, created_at, updated_at)
-         VALUES (?, ?, ?, 'PENDING', NULL, ?, ?, ?, ?, ?)`,
+        `INSERT INTO deployments (id, model_id, action, status, reason, variation_name, build_id, instance_type, traffic, created_at, updated_at)
+         VALUES (?, ?, ?, 'PENDING', NULL, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(id, modelId, action, variationName, buildId, JSON.stringify(traffic), now, now);
+      .run(id, modelId, action, variationName, buildId, instanceType, JSON.stringify(traffic), now, now);
     return this.get(id);
   }
 

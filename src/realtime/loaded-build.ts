@@ -3,6 +3,7 @@
 import type { FeatureSchema, NormalizedModel } from '../tabular/onnx/index.js';
 import { Batcher, type BatcherOptions } from './batcher.js';
 import type { HostTensor, OutputTensor } from './tensors.js';
+import type { InstanceType } from './traffic.js';
 
 /** The native executor, as the realtime layer needs it. */
 export interface CompiledModel {
@@ -10,13 +11,19 @@ export interface CompiledModel {
   dispose(): void;
 }
 
-export type CompileModel = (model: NormalizedModel) => CompiledModel;
+export interface CompileModelOptions {
+  /** cuda: float Gemm / MatMul on CUDA device 0 for large batches; throws when unavailable. */
+  instanceType: InstanceType;
+}
+
+export type CompileModel = (model: NormalizedModel, options: CompileModelOptions) => CompiledModel;
 
 export class LoadedBuild {
   readonly batcher: Batcher;
 
   constructor(
     readonly buildId: string,
+    readonly instanceType: InstanceType,
     readonly schema: FeatureSchema,
     private readonly compiled: CompiledModel,
     options: BatcherOptions,

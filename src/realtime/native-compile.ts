@@ -2,8 +2,8 @@
 import { compileTabularModel } from '../tabular/executor/index.js';
 import type { CompileModel } from './loaded-build.js';
 
-export const compileWithNativeExecutor: CompileModel = (model) => {
-  const compiled = compileTabularModel(model);
+export const compileWithNativeExecutor: CompileModel = (model, { instanceType }) => {
+  const compiled = compileTabularModel(model, { device: instanceType });
   return {
     run: (inputs) => compiled.run(inputs),
     dispose: () => compiled.dispose(),

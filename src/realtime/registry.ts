@@ -1,10 +1,15 @@
 // What is live, in memory: per model, the deployment serving it and one LoadedBuild per
-// variation. Builds are shared between variations and deployments and reference-counted, so a
-// redeploy that keeps a build does not recompile it, and a build is freed when nothing uses it.
+// variation. Builds are shared between variations and deployments and reference-counted by
+// (build, instance type), so a redeploy that keeps a build on the same instance type does not
+// recompile it, a change of instance type loads a second copy on the new backend while the first
+// serves, and a build is freed when nothing uses it.
 import type { BuildStore } from './builds.js';
 import type { BatcherOptions } from './batcher.js';
 import { LoadedBuild, type CompileModel } from './loaded-build.js';
-import type { TrafficConfig } from './traffic.js';
+import { instanceTypeOf, type InstanceType, type TrafficConfig } from './traffic.js';
+
+/** The registry's key for a build compiled for an instance type. */
+const loadKey = (buildId: string, instanceType: InstanceType): string => `${buildId}@${instanceType}`;
 
 export interface LiveModel {
   deploymentId: string;
@@ -33,8 +38,9 @@ export class RealtimeRegistry {
     const variations = new Map<string, LoadedBuild>();
     try {
       for (const [variation, buildId] of Object.entries(traffic.variations)) {
-        taken.push(buildId);
-        variations.set(variation, await this.take(buildId));
+        const type = instanceTypeOf(traffic, variation);
+        taken.push(loadKey(buildId, type));
+        variations.set(variation, await this.take(buildId, type));
       }
     } catch (err) {
       for (const id of taken) this.release(id);
@@ -55,7 +61,9 @@ export class RealtimeRegistry {
     }
     if (variations.size === 0) this.live.delete(modelId);
     else this.live.set(modelId, { deploymentId, traffic, variations });
-    if (previous) for (const buildId of Object.values(previous.traffic.variations)) this.release(buildId);
+    if (previous) {
+      for (const [variation, buildId] of Object.entries(previous.traffic.variations)) this.release(loadKey(buildId, instanceTypeOf(previous.traffic, variation)));
+    }
   }
 
   async close(): Promise<void> {
@@ -65,31 +73,32 @@ export class RealtimeRegistry {
     await Promise.all(all.map(async (entry) => (await entry.build.catch(() => undefined))?.dispose()));
   }
 
-  private take(buildId: string): Promise<LoadedBuild> {
-    const entry = this.loaded.get(buildId);
+  private take(buildId: string, instanceType: InstanceType): Promise<LoadedBuild> {
+    const key = loadKey(buildId, instanceType);
+    const entry = this.loaded.get(key);
     if (entry) {
       entry.refs++;
       return entry.build;
     }
     const build = Promise.resolve().then(() => {
       const prepared = this.builds.prepare(buildId);
-      const compiled = this.compile(prepared.model);
-      return new LoadedBuild(buildId, prepared.schema, compiled, this.batching, (rows, requests) => this.onBatch?.(buildId, rows, requests));
+      const compiled = this.compile(prepared.model, { instanceType });
+      return new LoadedBuild(buildId, instanceType, prepared.schema, compiled, this.batching, (rows, requests) => this.onBatch?.(buildId, rows, requests));
     });
-    this.loaded.set(buildId, { build, refs: 1 });
+    this.loaded.set(key, { build, refs: 1 });
     // A build that failed to load is forgotten, so that a later deploy tries again.
     build.catch(() => {
-      if (this.loaded.get(buildId)?.build === build) this.loaded.delete(buildId);
+      if (this.loaded.get(key)?.build === build) this.loaded.delete(key);
     });
     return build;
   }
 
-  private release(buildId: string): void {
-    const entry = this.loaded.get(buildId);
+  private release(key: string): void {
+    const entry = this.loaded.get(key);
     if (!entry) return;
     entry.refs--;
     if (entry.refs > 0) return;
-    this.loaded.delete(buildId);
+    this.loaded.delete(key);
     void entry.build.then((b) => b.dispose(), () => undefined);
   }
 }

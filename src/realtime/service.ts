@@ -35,6 +35,8 @@ export async function createRealtime(opts: {
   metrics: Registry;
   log: FastifyBaseLogger;
   compile: CompileModel;
+  /** Why instance type cuda is unavailable on this host (src/native/cuda-availability.ts), or null. */
+  cudaUnavailable: () => string | null;
 }): Promise<Realtime> {
   const { db, config, clock } = opts;
   const models = new ModelStore(db, clock);
@@ -43,7 +45,7 @@ export async function createRealtime(opts: {
   const audiences = new AudienceStore(db, () => deployments.audiencesInUse(), clock);
   const metrics = createPredictMetrics(opts.metrics);
   const registry = new RealtimeRegistry(builds, opts.compile, config.batching, (buildId, rows) => metrics.batchRows.observe({ build: buildId }, rows));
-  const deployer = new Deployer(models, builds, deployments, audiences, registry, opts.log);
+  const deployer = new Deployer(models, builds, deployments, audiences, registry, opts.log, opts.cudaUnavailable);
   const requestLog = new RequestLog(config.dataDir, config.requestLogMaxRows);
   const dropped = new Counter({ name: 'shadow_requests_dropped_total', help: 'Shadow copies dropped because the shadow queue was full', registers: [opts.metrics] });
   const shadows = new ShadowDispatcher(config.shadow, () => dropped.inc());

@@ -14,6 +14,11 @@ export interface AudienceRouting {
   routes: RouteConfig[];
 }
 
+/** Where a variation's build runs: the CPU, or CUDA device 0 (float Gemm / MatMul on large batches). */
+export type InstanceType = 'cpu' | 'cuda';
+
+export const INSTANCE_TYPES: readonly InstanceType[] = ['cpu', 'cuda'];
+
 export interface BatchingOverride {
   max_batch_rows?: number;
   max_wait_micros?: number;
@@ -28,6 +33,13 @@ export interface TrafficConfig {
   fallbackVariation: string | null;
   /** Per-variation dynamic batching settings, where the deployment set them. */
   batching?: Record<string, BatchingOverride>;
+  /** Per-variation instance type; a variation not listed (deployed before instance types) runs on the CPU. */
+  instanceTypes?: Record<string, InstanceType>;
+}
+
+/** The instance type `variation` runs on. */
+export function instanceTypeOf(traffic: TrafficConfig, variation: string): InstanceType {
+  return traffic.instanceTypes?.[variation] ?? 'cpu';
 }
 
 /** A model's first deployment: one variation with all of the traffic. */

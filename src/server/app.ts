@@ -22,6 +22,7 @@ import { VectorService } from '../vectors/service.js';
 import { vectorRoutes } from './routes/vectors.js';
 import type { CompileModel } from '../realtime/loaded-build.js';
 import { createRealtime, type Realtime } from '../realtime/service.js';
+import { cudaUnavailableReason } from '../native/cuda-availability.js';
 import { LibraryService } from '../llm/library/service.js';
 import { LlmMetrics } from '../llm/metrics.js';
 import { chatRoutes } from './routes/chat.js';
@@ -102,7 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const metrics = createMetricsRegistry();
   instrumentRequests(server, metrics);
 
-  const realtime = await createRealtime({ db, config, clock, metrics, log: server.log, compile: deps.compileTabular });
+  const realtime = await createRealtime({ db, config, clock, metrics, log: server.log, compile: deps.compileTabular, cudaUnavailable: () => cudaUnavailableReason() });
   server.addHook('onClose', () => realtime.close());
   const vectors = new VectorService(db, config.vectors, config.dataDir, server.log);
   server.addHook('onClose', () => vectors.close());

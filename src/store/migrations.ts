@@ -124,4 +124,14 @@ export const migrations: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 6,
+    name: 'realtime_instance_type',
+    sql: `
+      -- The instance type of the variation a realtime deployment deploys; NULL for an undeploy.
+      -- Deployments made before instance types existed ran on the CPU.
+      ALTER TABLE deployments ADD COLUMN instance_type TEXT CHECK (instance_type IN ('cpu', 'cuda'));
+      UPDATE deployments SET instance_type = 'cpu' WHERE action = 'deploy';
+    `,
+  },
 ];

@@ -24,6 +24,7 @@ interface DeploymentJson {
   reason: string | null;
   variation_name: string;
   build_id: string;
+  instance_type: string | null;
 }
 
 const STEPS: Record<string, number> = { PENDING: 0.1, DEPLOYING: 0.5, LIVE: 1, FAILED: 1, SUPERSEDED: 1 };
@@ -60,8 +61,8 @@ interface LogJson {
 interface DeployFile {
   model_id?: string;
   build_id?: string;
-  /** batching: {max_batch_rows, max_wait_micros} for the deployed variation. */
-  realtime?: { variation_name?: string; audiences?: unknown; batching?: unknown };
+  /** batching: {max_batch_rows, max_wait_micros}, instance_type: cpu | cuda, for the deployed variation. */
+  realtime?: { variation_name?: string; audiences?: unknown; batching?: unknown; instance_type?: string };
 }
 
 /** The deploy file's fields, with the type faults a server could not name the file for. */
@@ -74,7 +75,17 @@ function deployFile(raw: unknown, file: string, needsIds = true): DeployFile {
   if (f.realtime !== undefined && (typeof f.realtime !== 'object' || f.realtime === null)) throw usageError(`${file}: realtime must be a mapping`);
   const realtime = f.realtime as Record<string, unknown> | undefined;
   if (realtime?.variation_name !== undefined && typeof realtime.variation_name !== 'string') throw usageError(`${file}: realtime.variation_name must be a string`);
+  if (realtime?.instance_type !== undefined && !isInstanceType(realtime.instance_type)) throw usageError(`${file}: realtime.instance_type must be cpu or cuda`);
   return f as DeployFile;
+}
+
+const isInstanceType = (value: unknown): value is 'cpu' | 'cuda' => value === 'cpu' || value === 'cuda';
+
+/** --instance-type, checked; undefined when not given. */
+export function parseInstanceType(value: string | undefined): 'cpu' | 'cuda' | undefined {
+  if (value === undefined) return undefined;
+  if (!isInstanceType(value)) throw usageError(`--instance-type must be cpu or cuda, got "${value}"`);
+  return value;
 }
 
 function splitNames(value: string | undefined, flag: string): string | undefined {
@@ -137,9 +148,11 @@ export function registerModelCommands(program: Command): Command {
     .option('--model-id <id>', 'the model (without a file)')
     .option('--build-id <id>', 'the build to deploy (without a file)')
     .option('--variation-name <name>', 'the variation to create or replace; overrides the file\'s')
+    .option('--instance-type <type>', 'where the variation runs: cpu (default) or cuda (GPU 0); overrides the file\'s realtime.instance_type')
     .option('--interactive', 'walk through the five steps of the deployment dialog (needs --model-id)')
     .option('--wait', 'follow the deployment until it is live')
-    .action(async (opts: { fromFile?: string; modelId?: string; buildId?: string; variationName?: string; interactive?: boolean; wait?: boolean }) => {
+    .action(async (opts: { fromFile?: string; modelId?: string; buildId?: string; variationName?: string; instanceType?: string; interactive?: boolean; wait?: boolean }) => {
+      let instanceType = parseInstanceType(opts.instanceType);
       if (opts.interactive) {
         if (opts.modelId === undefined) throw usageError('--interactive needs --model-id');
         const client = clientFromEnv();
@@ -149,7 +162,12 @@ export function registerModelCommands(program: Command): Command {
           return;
         }
         const dep = await client.request<DeploymentJson>('POST', `/api/v1/models/${encodeURIComponent(file.model_id)}/deployments`, {
-          body: { build_id: file.build_id, variation_name: file.realtime.variation_name, ...(file.realtime.audiences.length > 0 ? { audiences: file.realtime.audiences } : {}) },
+          body: {
+            build_id: file.build_id,
+            variation_name: file.realtime.variation_name,
+            ...(file.realtime.audiences.length > 0 ? { audiences: file.realtime.audiences } : {}),
+            ...(instanceType !== undefined ? { instance_type: instanceType } : {}),
+          },
         });
         process.stdout.write(`${dep.deployment_id}\n`);
         if (opts.wait) await waitForDeployment(client, dep.deployment_id);
@@ -168,6 +186,7 @@ export function registerModelCommands(program: Command): Command {
         variation ??= file.realtime?.variation_name;
         audiences = file.realtime?.audiences;
         batching = file.realtime?.batching;
+        instanceType ??= file.realtime?.instance_type as 'cpu' | 'cuda' | undefined;
       }
       if (modelId === undefined || buildId === undefined) throw usageError('give --from-file, or --model-id and --build-id');
       const client = clientFromEnv();
@@ -177,6 +196,7 @@ export function registerModelCommands(program: Command): Command {
           ...(variation !== undefined ? { variation_name: variation } : {}),
           ...(audiences !== undefined ? { audiences } : {}),
           ...(batching !== undefined ? { batching } : {}),
+          ...(instanceType !== undefined ? { instance_type: instanceType } : {}),
         },
       });
       process.stdout.write(`${dep.deployment_id}\n`);

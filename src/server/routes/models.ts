@@ -5,7 +5,7 @@ import type { BuildRecord } from '../../realtime/builds.js';
 import type { DeploymentRecord } from '../../realtime/deployments.js';
 import type { ModelRecord } from '../../realtime/models.js';
 import type { Realtime } from '../../realtime/service.js';
-import type { BatchingOverride } from '../../realtime/traffic.js';
+import { INSTANCE_TYPES, type BatchingOverride, type InstanceType } from '../../realtime/traffic.js';
 import { variationMetrics } from '../../realtime/variation-metrics.js';
 import { DEFAULT_PROJECT, MODEL_ID_PATTERN, PROJECT_PATTERN } from '../../realtime/names.js';
 import { invalidArgument } from '../../errors.js';
@@ -40,6 +40,7 @@ const deploymentJson = (d: DeploymentRecord) => ({
   reason: d.reason,
   variation_name: d.variationName,
   build_id: d.buildId,
+  instance_type: d.instanceType,
   traffic: d.traffic,
   created_at: d.createdAt,
   updated_at: d.updatedAt,
@@ -75,7 +76,7 @@ const buildSchema = {
 
 const deploymentSchema = {
   type: 'object',
-  required: ['deployment_id', 'model_id', 'action', 'status', 'reason', 'variation_name', 'build_id', 'traffic', 'created_at', 'updated_at'],
+  required: ['deployment_id', 'model_id', 'action', 'status', 'reason', 'variation_name', 'build_id', 'instance_type', 'traffic', 'created_at', 'updated_at'],
   properties: {
     deployment_id: { type: 'string' },
     model_id: { type: 'string' },
@@ -84,6 +85,8 @@ const deploymentSchema = {
     reason: { type: ['string', 'null'] },
     variation_name: { type: 'string' },
     build_id: { type: ['string', 'null'] },
+    // The deployed variation's; null for an undeploy.
+    instance_type: { type: ['string', 'null'], enum: [...INSTANCE_TYPES, null] },
     traffic: { type: 'object', additionalProperties: true },
     created_at: { type: 'integer' },
     updated_at: { type: 'integer' },
@@ -232,7 +235,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     },
   );
 
-  app.post<{ Params: { model_id: string }; Body: { build_id: string; variation_name?: string; audiences?: unknown[]; batching?: BatchingOverride } }>(
+  app.post<{ Params: { model_id: string }; Body: { build_id: string; variation_name?: string; audiences?: unknown[]; batching?: BatchingOverride; instance_type?: InstanceType } }>(
     '/api/v1/models/:model_id/deployments',
     {
       schema: {
@@ -253,6 +256,8 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
                 max_wait_micros: { type: 'integer', minimum: 0, maximum: 1_000_000 },
               },
             },
+            // cpu (default) or cuda (device 0); cuda on a host without it is a 400 naming the reason.
+            instance_type: { type: 'string', enum: [...INSTANCE_TYPES] },
           },
         },
         response: responses({ 202: deploymentSchema }),
@@ -265,6 +270,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
         variationName: request.body.variation_name,
         audiences: request.body.audiences,
         batching: request.body.batching,
+        instanceType: request.body.instance_type,
       });
       reply.code(202);
       return deploymentJson(record);

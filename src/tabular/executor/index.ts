@@ -22,7 +22,7 @@ export type {
   TabularOutputData,
   TabularValueInfo,
 } from './types.js';
-export { loadTabularAddon, type NativeCompileOptions, type NativeTabularModel, type TabularNativeAddon } from './native.js';
+export { loadTabularAddon, type NativeCompileOptions, type NativeTabularModel, type TabularDevice, type TabularNativeAddon } from './native.js';
 
 export type CompileTabularOptions = NativeCompileOptions;
 

@@ -5,9 +5,24 @@ import { AddonLoadError, loadAddon, type LoadAddonOptions } from '../../native/a
 import type { NormalizedModel } from '../onnx/types.js';
 import type { TabularInput, TabularModelInfo, TabularOutput } from './types.js';
 
+/** Where a compiled model runs its float Gemm / MatMul products (every other operator: the CPU). */
+export type TabularDevice = 'cpu' | 'cuda';
+
 export interface NativeCompileOptions {
   /** Threads per run; 0 or absent: the engine default (PLATFORM_THREADS or all cores). At most 256. */
   threads?: number;
+  /**
+   * 'cuda': products of at least `cudaMinRows` rows run on CUDA device 0. Compiling fails with an
+   * Error ("instance type cuda is not available on this host: ...") when the addon has no CUDA
+   * backend or no usable device. Default 'cpu'.
+   */
+  device?: TabularDevice;
+  /**
+   * CUDA only: the batch rows from which products run on the device (smaller batches are faster
+   * on the CPU). 0: always on the device. Default: env PLATFORM_TABULAR_CUDA_MIN_ROWS, else the
+   * engine's measured crossover.
+   */
+  cudaMinRows?: number;
 }
 
 /** A compiled model as the addon returns it (class TabularModel in tabular_binding.cc). */

@@ -61,4 +61,14 @@ export interface TabularModelInfo {
   initializerBytes?: number;
   /** Threads each run may use. */
   threads?: number;
+  /** Where float Gemm / MatMul products run ('cuda': from cudaMinRows rows on). */
+  device?: 'cpu' | 'cuda';
+  /** CUDA only: the device's name. */
+  deviceName?: string;
+  /** CUDA only: the crossover batch size. */
+  cudaMinRows?: number;
+  /** CUDA only: Gemm / MatMul layers that run as device chains (weights resident on the device). */
+  deviceLayers?: number;
+  /** CUDA only: bytes of weights and biases kept on the device. */
+  deviceBytes?: number;
 }
