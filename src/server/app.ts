@@ -29,7 +29,6 @@ import { chatRoutes } from './routes/chat.js';
 import { libraryRoutes } from './routes/library.js';
 
 // The LLM engine runs on the CPU only until the CUDA backend lands (issue 8).
-const LLM_CUDA_UNAVAILABLE = 'the LLM engine of this build has no CUDA backend yet';
 import { realtimeRoutes } from './routes/realtime.js';
 
 export interface AppDeps {
@@ -107,7 +106,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   server.addHook('onClose', () => realtime.close());
   const vectors = new VectorService(db, config.vectors, config.dataDir, server.log);
   server.addHook('onClose', () => vectors.close());
-  const library = new LibraryService(db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => LLM_CUDA_UNAVAILABLE, engine: config.llm }, server.log, clock);
+  const library = new LibraryService(db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => cudaUnavailableReason(), engine: config.llm }, server.log, clock);
   const llmMetrics = new LlmMetrics(metrics, () => library.liveInstances().map(({ modelId, instance }) => ({ modelId, stats: instance.model.stats() })), clock);
   library.restore();
   server.addHook('onClose', () => library.close());
