@@ -15,7 +15,7 @@
 // Tolerances (each check states its error measure next to its constant):
 // - matmul / gate_up_silu: |y - ref| / sum_k |w_rk x_tk| (the error relative to the magnitude of
 //   the terms; relative to |ref| is meaningless for random signs, which cancel). The vector path
-//   (small n, decode) decodes weights to f32 and accumulates in f32: rounding ~ cols * 2^-24 at
+//   (n <= detail::kVecMaxTokens = 4, decode) decodes weights to f32 and accumulates in f32: rounding ~ cols * 2^-24 at
 //   worst, typically sqrt(cols) * 2^-24, so 1e-4 has a wide margin. The tile path (large n:
 //   prefill, big batches) multiplies on the f16 tensor cores: x and the decoded weights rounded to
 //   f16 (2^-11 each, bf16 would be 2^-8), f32 accumulation: 1e-2.
@@ -50,6 +50,7 @@
 
 #include "../cpu/quant_types.h"
 #include "llm_kernels.h"
+#include "matmul_kernels.cuh"  // detail::kVecMaxTokens, detail::tile_supported: which path a case takes
 
 namespace platform::cuda {
 namespace {
@@ -218,11 +219,11 @@ std::string dims(std::initializer_list<std::pair<const char*, int64_t>> kv) {
   return s;
 }
 
-// The small-n limit of launch_matmul's vector (f32) path. Keep in step with matmul.cu: above it
-// the tile (tensor-core) path and its looser tolerance apply.
-constexpr int64_t kVecMaxN = 8;
+// launch_matmul takes the tile (tensor-core) path when n > detail::kVecMaxTokens and the matrix
+// suits the tiles (matmul.cu's dispatch), else the vector (f32) path: the tolerance follows.
 constexpr double kTolVec = 1e-4;
 constexpr double kTolTile = 1e-2;
+bool takes_tile_path(const DeviceMatrix& m, int64_t n) { return n > detail::kVecMaxTokens && detail::tile_supported(m); }
 
 // ==================================================================================================
 class Checker {
@@ -349,7 +350,8 @@ class Checker {
       KernelCheckResult r;
       r.name = name;
       r.shape = shape;
-      r.tolerance = n <= kVecMaxN ? kTolVec : kTolTile;
+      r.tolerance = takes_tile_path(m, n) ? kTolTile : kTolVec;
+      r.note = takes_tile_path(m, n) ? "tile path" : "vector path";
       int64_t pad_bad = 0;
       for (int64_t t = 0; t < n; ++t) {
         for (int64_t row = 0; row < rows; ++row) {
@@ -367,7 +369,7 @@ class Checker {
         for (int64_t row = rows; row < ldy; ++row) pad_bad += f32_bits(y[t * ldy + row]) != f32_bits(kSentinel);
       }
       r.passed = r.max_rel_err <= r.tolerance && pad_bad == 0;
-      if (pad_bad) r.note = std::to_string(pad_bad) + " values written in the ldy padding";
+      if (pad_bad) r.note += ", " + std::to_string(pad_bad) + " values written in the ldy padding";
       add(r);
     });
   }
@@ -422,7 +424,8 @@ class Checker {
       KernelCheckResult r;
       r.name = name;
       r.shape = shape;
-      r.tolerance = n <= kVecMaxN ? kTolVec : kTolTile;
+      r.tolerance = takes_tile_path(mg, n) ? kTolTile : kTolVec;
+      r.note = takes_tile_path(mg, n) ? "tile path" : "vector path";
       for (int64_t t = 0; t < n; ++t) {
         for (int64_t row = 0; row < rows; ++row) {
           double a = 0, b = 0, ma = 0, mb = 0;
