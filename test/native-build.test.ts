@@ -39,8 +39,11 @@ function bindingGyp(): { targets: Array<Record<string, unknown>> } {
 }
 
 describe('native/sources.json', () => {
-  it('lists every .cc file under native/ exactly once, as cpu sources', () => {
-    expect([...sources.cpu].sort()).toEqual(filesUnder('native', '.cc'));
+  // native/tools/ holds the mains of the standalone CUDA tools (CMakeLists.txt builds each as its
+  // own executable); every other .cc file belongs to the addon.
+  const TOOLS = 'native/tools/';
+  it('lists every .cc file under native/ but the tools exactly once, as cpu sources', () => {
+    expect([...sources.cpu].sort()).toEqual(filesUnder('native', '.cc').filter((f) => !f.startsWith(TOOLS)));
     expect(new Set(sources.cpu).size).toBe(sources.cpu.length);
   });
 
@@ -86,7 +89,12 @@ describe('CMakeLists.txt', () => {
     expect(cmake).toContain('platform_sources(PLATFORM_CPU_SOURCES cpu)');
     expect(cmake).toContain('platform_sources(PLATFORM_CUDA_SOURCES cuda)');
     expect(cmake).toContain('add_library(platform SHARED ${PLATFORM_CPU_SOURCES}');
-    expect(cmake).not.toMatch(/\bnative\/\w+\/\w+\.(cc|cu)\b/); // no hand-written source list
+    // no hand-written source list (only the tools' mains are named)
+    expect(cmake.replace(/native\/tools\/\w+\.cc/g, '')).not.toMatch(/\bnative\/\w+\/\w+\.(cc|cu)\b/);
+  });
+
+  it('builds the standalone tools from native/tools/, each a main of its own', () => {
+    for (const f of filesUnder('native/tools', '.cc')) expect(cmake).toContain(`\${CMAKE_CURRENT_SOURCE_DIR}/${f}`);
   });
 
   it('adds the CUDA sources, define, architectures and runtime when PLATFORM_CUDA is on', () => {
