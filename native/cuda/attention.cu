@@ -282,16 +282,22 @@ size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-size_t attention_workspace_bytes(int64_t max_n, int64_t n_heads, int64_t head_dim, int64_t max_context) {
-  // The most (token, split) pairs any n <= max_n launches with more than one split.
-  int64_t pairs = 0;
-  for (int64_t n = 1; n <= max_n; ++n) {
-    const int64_t s = attn::n_splits(n, max_context);
-    if (s > 1 && n * s > pairs) pairs = n * s;
-  }
-  if (pairs == 0) return 0;
+namespace {
+size_t workspace_for_pairs(int64_t pairs, int64_t n_heads, int64_t head_dim) {
   const size_t parts = static_cast<size_t>(pairs * n_heads);
   return align_up(parts * 2 * sizeof(float)) + parts * static_cast<size_t>(head_dim) * sizeof(float);
+}
+}  // namespace
+
+size_t attention_workspace_bytes(int64_t max_n, int64_t n_heads, int64_t head_dim, int64_t max_context) {
+  // The most (token, split) pairs any n <= max_n launches with more than one split, for any span
+  // <= max_context (the backend launches with power-of-two spans below it, which can need more
+  // pairs than max_context itself when it is not a power of two, e.g. 3000 vs span 2048 at n 256).
+  // s <= ceil(span / kMinChunk) <= ceil(max_context / kMinChunk), and s > 1 implies n * s <= kMaxSplits.
+  const int64_t s_max = (max_context + attn::kMinChunk - 1) / attn::kMinChunk;
+  if (max_n <= 0 || s_max <= 1) return 0;
+  const int64_t pairs = max_n >= attn::kMaxSplits || max_n * s_max >= attn::kMaxSplits ? attn::kMaxSplits : max_n * s_max;
+  return workspace_for_pairs(pairs, n_heads, head_dim);
 }
 
 void launch_attention(const float* q, float* att, const StepTables& step, KvLayout kv, int64_t layer,
@@ -299,8 +305,14 @@ void launch_attention(const float* q, float* att, const StepTables& step, KvLayo
                       Workspace ws, cudaStream_t stream) {
   const int64_t n = step.n;
   if (n <= 0 || n_kv_heads <= 0 || head_dim <= 0 || head_dim > 256 || head_dim % 2 != 0) return;
-  const int64_t chunk = attn::chunk_len(n, max_context);
-  const int64_t splits = attn::n_splits(n, max_context);
+  int64_t chunk = attn::chunk_len(n, max_context);
+  int64_t splits = attn::n_splits(n, max_context);
+  if (splits > 1 && workspace_for_pairs(n * splits, n_heads, head_dim) > ws.bytes) {
+    // Workspace sized for less (a span beyond the sizing's max_context): one split per token,
+    // slower but in bounds (and still a grid that depends only on n and max_context).
+    chunk = max_context;
+    splits = 1;
+  }
   const int group = static_cast<int>(n_heads / n_kv_heads);
   const int gm = group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8;
   const int head_tiles = (group + gm - 1) / gm;
