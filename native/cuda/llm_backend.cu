@@ -145,6 +145,11 @@ class CudaBackend final : public Backend {
 
   void bind(const ModelConfig& c, const ModelWeights& host) override {
     cfg_ = c;
+    // The attention kernels keep a head in registers and shared memory (attention.cu).
+    if (c.head_dim > 256) {
+      throw std::runtime_error("the CUDA backend supports head dimensions up to 256 (this model has " +
+                               std::to_string(c.head_dim) + ")");
+    }
     PLATFORM_CUDA_CHECK(cudaSetDevice(0));
     upload_weights(host);
     allocate_step_memory();
