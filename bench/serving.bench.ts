@@ -144,7 +144,7 @@ export default async function run(): Promise<void> {
       return { ttftMs: f0 - sent, tpotMs: tokens > 1 ? (last - f0) / (tokens - 1) : null, tokens };
     };
 
-    const engine = await loadModel(file, { backend: INSTANCE_TYPE, maxRunningSequences: MAX_RUNNING, contextLength: 2048 });
+    const engine = await loadModel(file, { backend: INSTANCE_TYPE, maxRunningSequences: MAX_RUNNING, contextLength: 2048, ...(process.env.LLM_KV_CACHE_BYTES ? { kvCacheBytes: Number(process.env.LLM_KV_CACHE_BYTES) } : {}) });
     const inProcess = async (job: Job): Promise<Measured> => {
       const sent = performance.now();
       const prompt = tokenizer.encode(template.render([{ role: 'user', content: job.prompt }]), { addSpecial: true, parseSpecial: true });

@@ -134,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       contextLength: ['LLM_CONTEXT_LENGTH', 16, 1_048_576],
       maxRunningSequences: ['LLM_MAX_RUNNING_SEQUENCES', 1, 4096],
       maxQueued: ['LLM_MAX_QUEUED', 0, 1_000_000],
+      kvCacheBytes: ['LLM_KV_CACHE_BYTES', 1, Number.MAX_SAFE_INTEGER],
     }),
   };
 }

@@ -16,4 +16,4 @@ if [[ ! -f $MODEL ]]; then
 fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv | tee "$OUTDIR/serving-$TYPE-gpu.txt"
 SERVING_BENCH_MODEL=$MODEL SERVING_BENCH_INSTANCE_TYPE=cuda SERVING_BENCH_CONCURRENCY=${CONCURRENCY:-1,16,64} \
-  SERVING_BENCH_REQUESTS=${REQUESTS:-64} node --import tsx bench/run.ts serving 2>&1 | tee "$OUTDIR/serving-$TYPE.txt"
+  LLM_KV_CACHE_BYTES=${LLM_KV_CACHE_BYTES:-17179869184} SERVING_BENCH_REQUESTS=${REQUESTS:-64} node --import tsx bench/run.ts serving 2>&1 | tee "$OUTDIR/serving-$TYPE.txt"

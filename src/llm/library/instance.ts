@@ -13,6 +13,7 @@ export interface InstanceOptions {
   contextLength?: number;
   maxRunningSequences?: number;
   maxQueued?: number;
+  kvCacheBytes?: number;
 }
 
 export class LlmInstance {
@@ -35,6 +36,7 @@ export class LlmInstance {
       ...(options.contextLength !== undefined ? { contextLength: options.contextLength } : {}),
       ...(options.maxRunningSequences !== undefined ? { maxRunningSequences: options.maxRunningSequences } : {}),
       ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
+      ...(options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
     });
     return new LlmInstance(model, tokenizer, template, model.info(), options);
   }

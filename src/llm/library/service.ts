@@ -60,7 +60,7 @@ export interface LibraryOptions {
   /** Why `cuda` cannot be used on this host, or null when it can. */
   cudaUnavailable: () => string | null;
   /** Engine settings applied to every instance (tests keep contexts small). */
-  engine?: Pick<InstanceOptions, 'contextLength' | 'maxRunningSequences' | 'maxQueued'>;
+  engine?: Pick<InstanceOptions, 'contextLength' | 'maxRunningSequences' | 'maxQueued' | 'kvCacheBytes'>;
 }
 
 export class LibraryService {
