@@ -66,8 +66,10 @@ __device__ __forceinline__ uint32_t pack_half2(float a, float b) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
+// minBlocks 2: caps registers at 128 so that 2 CTAs fit per SM (kTargetCtas assumes it; Q6_K
+// gate-up used 136 and ran 1 CTA = 8 warps per SM).
 template <int T, int kWRows, bool kGateUp>
-__global__ void __launch_bounds__(kTileThreads, 1) matmul_tile_kernel(TileArgs a) {
+__global__ void __launch_bounds__(kTileThreads, 2) matmul_tile_kernel(TileArgs a) {
   using C = Codec<T>;
   constexpr int kOut = kGateUp ? kWRows / 2 : kWRows;  // output rows per CTA
   constexpr int kWarpsM = kWRows / 16, kWarpsN = 8 / kWarpsM;
@@ -255,7 +257,7 @@ void launch_matmul_tile(const DeviceMatrix& w, const DeviceMatrix* up, const flo
   if (n <= 0 || w.rows <= 0) return;
   const int64_t count = n * w.cols;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((count + 255) / 256, 4096));
-  convert_x_kernel<<<blocks, 256, 0, stream>>>(x, xh, count);
+  if (blocks > 0) convert_x_kernel<<<blocks, 256, 0, stream>>>(x, xh, count);  // cols == 0: no empty grid
   const uint64_t delta =
       up ? reinterpret_cast<uint64_t>(up->data) - reinterpret_cast<uint64_t>(w.data) : 0;
   const TileArgs a{w.data, delta, w.rows, w.cols, w.row_bytes, n, xh, y, ldy,

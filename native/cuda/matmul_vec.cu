@@ -143,8 +143,9 @@ __global__ void __launch_bounds__(kVecThreads) matmul_vec_kernel(VecArgs a) {
   }
 }
 
-// Fallback for F32/F16/BF16 rows that are not 16-byte aligned or cols % 8 != 0 (never the case
-// for real model weights): one CTA per output row, all n tokens, element by element.
+// Fallback for F32/F16/BF16 rows that are not 16-byte aligned or cols % 8 != 0, and for any type
+// when x is not 16-byte aligned (never the case in the backend): one CTA per output row, all n
+// tokens, element by element (quantized: group by group).
 template <int T, bool kGateUp>
 __global__ void __launch_bounds__(kVecThreads) matmul_scalar_kernel(VecArgs a, int64_t n) {
   const int64_t r = blockIdx.x;
@@ -155,9 +156,26 @@ __global__ void __launch_bounds__(kVecThreads) matmul_scalar_kernel(VecArgs a, i
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = a.x + t * a.cols;
     float s0 = 0.0f, s1 = 0.0f;
-    for (int64_t k = threadIdx.x; k < a.cols; k += kVecThreads) {
-      s0 = fmaf(quant::element1<T>(row0, k), xt[k], s0);
-      if constexpr (kGateUp) s1 = fmaf(quant::element1<T>(row1, k), xt[k], s1);
+    if constexpr (quant::is_float_type(T)) {
+      for (int64_t k = threadIdx.x; k < a.cols; k += kVecThreads) {
+        s0 = fmaf(quant::element1<T>(row0, k), xt[k], s0);
+        if constexpr (kGateUp) s1 = fmaf(quant::element1<T>(row1, k), xt[k], s1);
+      }
+    } else {  // quantized (here only when x is not 16-byte aligned): 8-element groups, scalar x
+      for (int64_t k = 8 * static_cast<int64_t>(threadIdx.x); k < a.cols; k += 8 * kVecThreads) {
+        const W8 w0 = quant::load8<T>(row0, k);
+        float d0 = 0.0f, d1 = 0.0f, xs = 0.0f;
+        W8 w1 = w0;
+        if constexpr (kGateUp) w1 = quant::load8<T>(row1, k);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          d0 = fmaf(w0.q[j], xt[k + j], d0);
+          if constexpr (kGateUp) d1 = fmaf(w1.q[j], xt[k + j], d1);
+          xs += xt[k + j];
+        }
+        s0 += w0.d * d0 + w0.o * xs;
+        if constexpr (kGateUp) s1 += w1.d * d1 + w1.o * xs;
+      }
     }
     s0 = warp_sum(s0);
     s1 = warp_sum(s1);
@@ -216,7 +234,12 @@ void launch_scalar(int type, const VecArgs& a, int64_t n, cudaStream_t stream) {
     case quant::kF32: matmul_scalar_kernel<quant::kF32, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
     case quant::kF16: matmul_scalar_kernel<quant::kF16, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
     case quant::kBF16: matmul_scalar_kernel<quant::kBF16, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
-    default: break;  // quantized rows always qualify for the vector kernel
+    // Quantized types land here only with an unaligned x (previously: nothing launched, y unwritten).
+    case quant::kQ8_0: matmul_scalar_kernel<quant::kQ8_0, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kQ4_0: matmul_scalar_kernel<quant::kQ4_0, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kQ4_K: matmul_scalar_kernel<quant::kQ4_K, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kQ6_K: matmul_scalar_kernel<quant::kQ6_K, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    default: break;
   }
 }
 

@@ -336,7 +336,8 @@ PLATFORM_QD float element1(const uint8_t* row, int64_t k) {
   }
 }
 
-constexpr bool is_float_type(int t) { return t == kF32 || t == kF16 || t == kBF16; }
+// __host__ __device__: used in `if constexpr` inside kernels (get_rows.cu) without --expt-relaxed-constexpr.
+__host__ __device__ constexpr bool is_float_type(int t) { return t == kF32 || t == kF16 || t == kBF16; }
 
 #undef PLATFORM_QD
 
