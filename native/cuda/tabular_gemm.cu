@@ -125,7 +125,9 @@ __global__ void __launch_bounds__(kThreads) gemm_tile_kernel(int M, int N, int K
     for (int j = 0; j < 4; ++j) {
       const int gn = n0 + tx + 16 * j;
       if (gn >= N) continue;
-      float v = ep.alpha * acc[i][j];
+      // alpha == 0 or K == 0 ignores the product, as gemm_f32 does (it never reads A and B then):
+      // no NaN from 0 * inf.
+      float v = (ep.alpha != 0.0f && K > 0) ? ep.alpha * acc[i][j] : 0.0f;
       if (ep.bias != nullptr) {
         v += ep.beta * ep.bias[ep.bias_len == 1 ? 0 : gn];
       } else if (ep.c_in != nullptr) {
@@ -268,10 +270,15 @@ TabularBufferId TabularDevice::upload(const float* data, int64_t count) {
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float);
   PLATFORM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), bytes));
   if (count > 0) {
-    const cudaError_t status = cudaMemcpy(p, data, static_cast<size_t>(count) * sizeof(float), cudaMemcpyHostToDevice);
+    // On this object's stream, then waited for: a plain cudaMemcpy from pageable memory may return
+    // before its DMA lands, and it runs on the legacy default stream, which does not order against
+    // the non-blocking stream the kernels run on.
+    cudaError_t status = cudaMemcpyAsync(p, data, static_cast<size_t>(count) * sizeof(float), cudaMemcpyHostToDevice,
+                                         d.stream);
+    if (status == cudaSuccess) status = cudaStreamSynchronize(d.stream);
     if (status != cudaSuccess) {
       cudaFree(p);
-      check(status, "cudaMemcpy (tabular weights)");
+      check(status, "cudaMemcpyAsync (tabular weights)");
     }
   }
   d.buffers.push_back(p);
@@ -280,7 +287,10 @@ TabularBufferId TabularDevice::upload(const float* data, int64_t count) {
   return static_cast<TabularBufferId>(d.buffers.size() - 1);
 }
 
-int64_t TabularDevice::resident_bytes() const { return impl_->resident; }
+int64_t TabularDevice::resident_bytes() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->resident;
+}
 
 const std::string& TabularDevice::device_name() const { return impl_->name; }
 
@@ -296,20 +306,15 @@ void TabularDevice::run_layers(const TabularLayer* layers, size_t count, int64_t
   if (M <= 0) return;
   Impl& d = *impl_;
   std::lock_guard<std::mutex> lock(d.mu);
-  PLATFORM_CUDA_CHECK(cudaSetDevice(d.device));
-  int64_t widest = 0;
-  for (size_t i = 0; i < count; ++i) widest = std::max(widest, layers[i].N);
-  const int64_t K0 = layers[0].K;
-  float* in = d.ensure(0, M * K0);
-  float* ping = d.ensure(1, M * widest);
-  float* pong = count > 1 ? d.ensure(2, M * widest) : nullptr;
-  d.upload_matrix(in, x, M, K0, ldx);
-  const float* cur = in;
+  // Every layer's buffers and epilogue checked before anything is queued, so a bad layer throws
+  // with no work in flight.
+  std::vector<const float*> weights(count);
+  std::vector<Epilogue> eps(count);
   for (size_t i = 0; i < count; ++i) {
     const TabularLayer& L = layers[i];
-    const int64_t wcount = L.K * L.N;
-    const float* w = d.buffer(L.weight, wcount, "weight");
-    Epilogue ep{};
+    weights[i] = d.buffer(L.weight, L.K * L.N, "weight");
+    Epilogue& ep = eps[i];
+    ep = Epilogue{};
     ep.alpha = L.alpha;
     ep.beta = L.beta;
     if (L.bias >= 0 && L.beta != 0.0f) {
@@ -321,8 +326,21 @@ void TabularDevice::run_layers(const TabularLayer* layers, size_t count, int64_t
       ep.bias_len = L.bias_len;
     }
     ep.activation = static_cast<int>(L.activation);
+  }
+  PLATFORM_CUDA_CHECK(cudaSetDevice(d.device));
+  int64_t widest = 0;
+  for (size_t i = 0; i < count; ++i) widest = std::max(widest, layers[i].N);
+  const int64_t K0 = layers[0].K;
+  float* in = d.ensure(0, M * K0);
+  float* ping = d.ensure(1, M * widest);
+  float* pong = count > 1 ? d.ensure(2, M * widest) : nullptr;
+  d.upload_matrix(in, x, M, K0, ldx);
+  const float* cur = in;
+  for (size_t i = 0; i < count; ++i) {
+    const TabularLayer& L = layers[i];
     float* out = (i % 2 == 0) ? ping : pong;
-    launch_gemm(false, L.trans_b, M, L.N, L.K, cur, L.K, w, L.trans_b ? L.K : L.N, out, L.N, ep, d.stream);
+    launch_gemm(false, L.trans_b, M, L.N, L.K, cur, L.K, weights[i], L.trans_b ? L.K : L.N, out, L.N, eps[i],
+                d.stream);
     cur = out;
   }
   d.download_matrix(y, layers[count - 1].N, cur, M, layers[count - 1].N);
