@@ -9,7 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=.device
-grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
+EXCLUDE="$(git rev-parse --git-dir)/info/exclude"
+mkdir -p "$(dirname "$EXCLUDE")"
+grep -qx '/.device/' "$EXCLUDE" 2>/dev/null || echo '/.device/' >> "$EXCLUDE"
 mkdir -p "$OUT/node-include"
 
 npm run build --silent                       # dist/ (tsc)
