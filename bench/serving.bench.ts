@@ -80,7 +80,7 @@ export default async function run(): Promise<void> {
   const work = mkdtempSync(path.join(os.tmpdir(), 'serving-bench-'));
   const modelsDir = MODEL_FILE ? path.dirname(path.resolve(MODEL_FILE)) : path.join(work, 'models');
   const file = MODEL_FILE ? path.resolve(MODEL_FILE) : path.join(modelsDir, 'bench.gguf');
-  const name = path.basename(file, '.gguf');
+  const name = path.basename(file); // the catalogue knows a model by its file name too
   if (!MODEL_FILE) {
     const model = tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: DIM, nLayer: LAYERS, nHead: 8, nHeadKv: 4, nFf: DIM * 3, nCtx: 2048, seed: 5, weightType: 'Q8_0', embeddingType: 'Q8_0', name: 'bench', weightScale: 0.2 });
     (await import('node:fs')).mkdirSync(modelsDir, { recursive: true });
@@ -108,9 +108,12 @@ export default async function run(): Promise<void> {
     const tokenRes = await fetch(`${url}/api/v1/authentication/platform-api-key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ platformApiKey: key }) });
     const { accessToken } = (await tokenRes.json()) as { accessToken: string };
     const auth = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' };
-    await fetch(`${url}/api/v1/library/deployments`, { method: 'POST', headers: auth, body: JSON.stringify({ name, model_id: 'bench', instance_type: INSTANCE_TYPE }) });
+    const deployed = await fetch(`${url}/api/v1/library/deployments`, { method: 'POST', headers: auth, body: JSON.stringify({ name, model_id: 'bench', instance_type: INSTANCE_TYPE }) });
+    if (!deployed.ok) throw new Error(`library deploy of ${name}: ${deployed.status} ${await deployed.text()}`);
     for (;;) {
-      const dep = (await (await fetch(`${url}/api/v1/library/deployments/bench`, { headers: auth })).json()) as { status: string; reason: string };
+      const res = await fetch(`${url}/api/v1/library/deployments/bench`, { headers: auth });
+      if (!res.ok) throw new Error(`library deployment bench: ${res.status} ${await res.text()}`);
+      const dep = (await res.json()) as { status: string; reason: string };
       if (dep.status === 'LIVE') break;
       if (dep.status === 'FAILED') throw new Error(dep.reason);
       await new Promise((resolve) => setTimeout(resolve, 50));

@@ -19,8 +19,8 @@
 //   worst, typically sqrt(cols) * 2^-24, so 1e-4 has a wide margin. The tile path (large n:
 //   prefill, big batches) multiplies on the f16 tensor cores: x and the decoded weights rounded to
 //   f16 (2^-11 each, bf16 would be 2^-8), f32 accumulation: 1e-2.
-// - get_rows: bit-exact against dequantize_row (except Q4_K, whose d*sc*q - dmin*m may be fused
-//   into one FMA on the device where the host rounds twice: up to 1 ulp of the larger term).
+// - get_rows: bit-exact against dequantize_row, +0 == -0 (except Q4_K, whose d*sc*q - dmin*m may
+//   be fused into one FMA on the device where the host rounds twice: up to 1 ulp of the larger term).
 // - rmsnorm: f32 arithmetic over <= 4096 values, rsqrt to a few ulp: 1e-5 relative per element.
 // - qkv_finish: q in f32, angle in double, cos/sin to f32: 1e-5 of |a| + |b| of each rotated pair;
 //   the f16 cache entries: half an f16 ulp (2^-11 relative) plus that, so 1e-3 of |a| + |b|.
@@ -496,12 +496,15 @@ class Checker {
       const bool fused_ok = type == GgmlType::kQ4_K;
       r.tolerance = fused_ok ? 1.0 : 0.0;  // in ulps (see above); max_rel_err holds ulps here
       std::vector<float> ref(static_cast<size_t>(cols));
+      // Bit-identical, except that +0 and -0 count as equal: the host computes d * q (-0 for q = 0
+      // and d < 0, the signed scales random_matrix makes), the device q * d + o with o = +0.
+      auto same = [](float got, float want) { return f32_bits(got) == f32_bits(want) || (got == 0.0f && want == 0.0f); };
       int64_t inexact = 0;
       for (int64_t i = 0; i < n; ++i) {
         cpu::dequantize_row(type, w.data() + ids[i] * m.row_bytes, ref.data(), cols);
         for (int64_t c = 0; c < cols; ++c) {
           const float got = out[i * cols + c];
-          if (f32_bits(got) == f32_bits(ref[c])) continue;
+          if (same(got, ref[c])) continue;
           ++inexact;
           const double err = std::fabs(static_cast<double>(got) - ref[c]);
           r.max_abs_err = std::max(r.max_abs_err, err);
@@ -519,7 +522,7 @@ class Checker {
           cpu::dequantize_row(type, row, ref.data(), cols);
           for (int64_t c = 0; c < cols; ++c) {
             const float got = out[i * cols + c];
-            if (f32_bits(got) == f32_bits(ref[c])) continue;
+            if (same(got, ref[c])) continue;
             const cpu::BlockQ4_K* b = reinterpret_cast<const cpu::BlockQ4_K*>(row) + c / 256;
             uint8_t sc, mm;
             cpu::q4_k_scale_min(static_cast<int>((c % 256) / 32), b->scales, &sc, &mm);

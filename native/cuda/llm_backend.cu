@@ -125,6 +125,7 @@ class CudaBackend final : public Backend {
 
   ~CudaBackend() override {
     cudaSetDevice(0);
+    abort_capture();
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
     for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -166,6 +167,9 @@ class CudaBackend final : public Backend {
 
   void begin_step(const StepLayout& s) override {
     PLATFORM_CUDA_CHECK(cudaSetDevice(0));
+    // A previous step that threw between begin_step and output() left its capture open: end it,
+    // or every later call on the stream fails.
+    abort_capture();
     const int64_t n = s.n(), n_seqs = static_cast<int64_t>(s.blocks.size());
     if (n > cap_tokens_ || n_seqs > cap_seqs_) {
       throw std::runtime_error("step of " + std::to_string(n) + " tokens / " + std::to_string(n_seqs) +
@@ -202,7 +206,9 @@ class CudaBackend final : public Backend {
 
     replay_ = nullptr;
     capturing_ = false;
-    if (graphs_enabled_ && n_logits_ == n_) {
+    // Decode-shaped steps only (every token wants logits, at most one token per sequence): the
+    // shapes that repeat. A logits-only prompt chunk would be captured once and never replayed.
+    if (graphs_enabled_ && n_logits_ == n_ && n_ <= cap_seqs_) {
       const auto it = graphs_.find(key());
       if (it != graphs_.end()) {
         replay_ = it->second;  // the ops below enqueue nothing; output() launches the graph
@@ -266,11 +272,16 @@ class CudaBackend final : public Backend {
     if (capturing_) {
       capturing_ = false;
       cudaGraph_t graph = nullptr;
-      PLATFORM_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+      cudaError_t st = cudaStreamEndCapture(stream_, &graph);
       cudaGraphExec_t exec = nullptr;
-      const cudaError_t st = cudaGraphInstantiate(&exec, graph, 0);
-      cudaGraphDestroy(graph);
-      PLATFORM_CUDA_CHECK(st);
+      if (st == cudaSuccess) st = cudaGraphInstantiate(&exec, graph, 0);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      if (st != cudaSuccess) {
+        // This step's work was never run (it throws: its sequences finish with an error); later
+        // steps run eagerly rather than failing the same capture again and again.
+        graphs_enabled_ = false;
+        PLATFORM_CUDA_CHECK(st);
+      }
       if (graphs_.size() >= kMaxGraphs) {  // keep memory bounded: start over
         for (auto& [k, e] : graphs_) cudaGraphExecDestroy(e);
         graphs_.clear();
@@ -323,10 +334,12 @@ class CudaBackend final : public Backend {
     }
     const size_t pen = pen_tokens.size();
     if (pen > penalty_capacity_) {  // rare: long generations with penalties
-      penalty_capacity_ = std::max(pen, 2 * penalty_capacity_);
+      const size_t capacity = std::max(pen, 2 * penalty_capacity_);
       PLATFORM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      penalties_.allocate(2 * sizeof(int32_t) * penalty_capacity_, "sampling penalties");
-      host_penalties_.allocate(2 * sizeof(int32_t) * penalty_capacity_);
+      penalty_capacity_ = 0;  // stays 0 (and grows again next time) if an allocation fails
+      penalties_.allocate(2 * sizeof(int32_t) * capacity, "sampling penalties");
+      host_penalties_.allocate(2 * sizeof(int32_t) * capacity);
+      penalty_capacity_ = capacity;
     }
     int32_t* hp = host_penalties_.get<int32_t>();
     std::copy(pen_tokens.begin(), pen_tokens.end(), hp);
@@ -347,6 +360,16 @@ class CudaBackend final : public Backend {
 
  private:
   static constexpr size_t kMaxGraphs = 256;
+
+  // Ends an open stream capture and drops what it recorded (nothing of it ran).
+  void abort_capture() {
+    if (!capturing_) return;
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();
+  }
   using GraphKey = std::tuple<int64_t, int64_t, int64_t>;  // tokens, logit rows, attention span
   GraphKey key() const { return {n_, n_logits_, span_}; }
 
@@ -401,9 +424,13 @@ class CudaBackend final : public Backend {
                                std::to_string(free_bytes >> 20) + " MiB are free");
     }
     weights_.allocate(total, "model weights");
+    // On the backend's own stream, then waited for: a cudaMemcpy from pageable memory may return
+    // before its DMA has landed, and the steps' non-blocking stream would not wait for the legacy
+    // stream (nor may this thread synchronise the whole device while another engine captures).
     for (const auto& [p, bytes] : items) {
-      PLATFORM_CUDA_CHECK(cudaMemcpy(weights_.get() + offset[p], p, bytes, cudaMemcpyHostToDevice));
+      PLATFORM_CUDA_CHECK(cudaMemcpyAsync(weights_.get() + offset[p], p, bytes, cudaMemcpyHostToDevice, stream_));
     }
+    PLATFORM_CUDA_CHECK(cudaStreamSynchronize(stream_));
     auto dev = [&](const void* p) -> const uint8_t* { return p ? weights_.get() + offset.at(p) : nullptr; };
     auto dev_f = [&](const float* p) { return reinterpret_cast<const float*>(dev(p)); };
     auto dev_m = [&](WeightMatrix w) {

@@ -13,9 +13,10 @@
 //             event; prefill tok/s = prompt / TTFT (median of --repeats runs);
 //   decode    for each B in --batches: B sequences submitted together (prompts of --batch-prompt
 //             random tokens, --gen tokens each, greedy). The steady window starts at the step in
-//             which the last sequence got its first token and ends at the last token step;
-//             aggregate tok/s = tokens generated inside the window / its length, TPOT = window /
-//             steps. B = 1 gives the batch-1 decode rate.
+//             which the last sequence got its first token and ends at the step in which the first
+//             sequence got its last token (all B decoding throughout); aggregate tok/s = tokens
+//             generated inside the window / its length, TPOT = window / steps. B = 1 gives the
+//             batch-1 decode rate.
 // It prints the weight bytes read per decode step (every matrix of every layer once, plus the
 // output matrix and one embedding row) and, on cuda, the device's copy bandwidth (bandwidth.h)
 // and the fraction of the bandwidth bound that batch-1 decode reaches:
@@ -444,14 +445,26 @@ int bench(const Args& a) {
     for (int64_t i = 0; i < b; ++i) reqs.push_back(request(a.batch_prompt, a.gen));
     auto res = runner.run(std::move(reqs));
     check_done(res, "decode");
-    Clock::time_point start{}, end{};
+    // The window: from the step in which the last sequence got its first token to the step in
+    // which the first full-length sequence got its last one (every sequence running throughout;
+    // a sequence that stopped early at an end-of-sequence token does not end the window). When
+    // that leaves nothing (the first ones were done before the last one started), up to the very
+    // last token.
+    Clock::time_point start{}, end_first{}, end_last{};
+    bool have_first = false;
     std::vector<double> ttfts;
     for (const auto& s : res) {
-      if (s.token_times.size() < 2) throw std::runtime_error("decode: a sequence stopped before 2 tokens");
+      if (s.token_times.empty()) continue;  // its first token was an end-of-sequence token
       start = std::max(start, s.token_times.front());
-      end = std::max(end, s.token_times.back());
+      end_last = std::max(end_last, s.token_times.back());
+      if (s.done_event.reason == llm::FinishReason::kLength) {
+        end_first = have_first ? std::min(end_first, s.token_times.back()) : s.token_times.back();
+        have_first = true;
+      }
       ttfts.push_back(secs(s.submitted, s.token_times.front()));
     }
+    if (ttfts.empty() || end_last <= start) throw std::runtime_error("decode: the sequences stopped before 2 tokens");
+    const Clock::time_point end = have_first && end_first > start ? end_first : end_last;
     // Steps inside the window (distinct event times after start), tokens inside (start, end].
     std::vector<Clock::time_point> steps;
     int64_t tokens = 0;
