@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what the GPU machine lacks into .device/ (ignored by git; pass it in the device tool's
 # `carry` together with `dist`): the Node.js binary (xz), the production node_modules plus tsx
-# and esbuild (to run the benchmarks), the four N-API headers the addon compiles against, and the
+# (to run the benchmarks) and vitest (the GPU tests), the four N-API headers the addon compiles against, and the
 # stories260K fixture. The GPU machine can reach nothing outside itself, so this is the only way
 # Node gets there; the C++ tools (native/tools) need none of it.
 #   scripts/device/pack.sh            then carry: [".device", "dist"]
@@ -24,9 +24,10 @@ fi
 NODE_INCLUDE=$(node -p "require('path').join(process.execPath, '..', '..', 'include', 'node')")
 for h in node_api.h node_api_types.h js_native_api.h js_native_api_types.h; do cp "$NODE_INCLUDE/$h" "$OUT/node-include/"; done
 
-# Production dependencies (as installed here, native builds included) plus the bench runner.
-{ npm ls --omit=dev --all --parseable 2>/dev/null; echo "$ROOT/node_modules/tsx"; echo "$ROOT/node_modules/esbuild"; echo "$ROOT/node_modules/@esbuild/linux-x64"; } |
-  sed "s|^$ROOT/||" | grep '^node_modules/' | sort -u > "$OUT/modules.txt"
+# Production dependencies (as installed here, native builds included) plus tsx (the bench
+# runner) and vitest (the GPU tests), with everything they depend on.
+node scripts/device/module-closure.mjs $(node -p "Object.keys(require('./package.json').dependencies).join(' ')") tsx vitest \
+  > "$OUT/modules.txt"
 tar -cf - -T "$OUT/modules.txt" | xz -T0 -6 > "$OUT/node_modules.tar.xz"
 
 FIXTURE=../shared/fixtures/stories260K.gguf
