@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: the test files that only run where a CUDA device is (skipped elsewhere):
 # the LLM engine's CUDA backend against its CPU backend (every tensor type, both architectures,
-# stories260K greedy, batching, graphs, seeded sampling) and tabular models on the GPU.
+# stories260K greedy, batching, graphs, seeded sampling) and tabular models on the GPU; then the
+# tabular CPU/GPU crossover benchmark.
 #   scripts/device/gpu-tests.sh          (needs .device/ and dist/ carried; see pack.sh)
 set -eo pipefail
 cd "$(dirname "$0")/../.."
@@ -10,3 +11,5 @@ OUTDIR=${OUT:-bench/out/cuda}
 mkdir -p "$OUTDIR"
 PLATFORM_FIXTURES_DIR=.device node node_modules/vitest/vitest.mjs run \
   test/llm-engine-cuda.test.ts test/tabular-cuda.test.ts 2>&1 | tee "$OUTDIR/gpu-tests.txt"
+# The tabular CPU/GPU crossover (bench/tabular-cuda.bench.ts).
+node --import tsx bench/run.ts tabular-cuda 2>&1 | tee "$OUTDIR/tabular-cuda.txt"
