@@ -10,6 +10,7 @@ source scripts/device/setup.sh
 OUTDIR=${OUT:-bench/out/cuda}
 mkdir -p "$OUTDIR"
 PLATFORM_FIXTURES_DIR=.device node node_modules/vitest/vitest.mjs run \
-  test/llm-engine-cuda.test.ts test/tabular-cuda.test.ts 2>&1 | tee "$OUTDIR/gpu-tests.txt"
+  test/llm-engine-cuda.test.ts test/tabular-cuda.test.ts 2>&1 | tee "$OUTDIR/gpu-tests.txt" ||
+  echo "!! GPU tests failed (the bench below still runs)"
 # The tabular CPU/GPU crossover (bench/tabular-cuda.bench.ts).
 node --import tsx bench/run.ts tabular-cuda 2>&1 | tee "$OUTDIR/tabular-cuda.txt"
