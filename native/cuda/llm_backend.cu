@@ -180,6 +180,11 @@ class CudaBackend final : public Backend {
     PLATFORM_CUDA_CHECK(cudaStreamSynchronize(stream_));
     n_ = n;
     n_logits_ = s.n_logits();
+    std::copy(base_buffers_, base_buffers_ + kBufferCount, buffers_);
+    if (n_ == 1 && qkv_adjacent_) {  // k and v right after q (see matmul_qkv)
+      buffers_[kK] = buffers_[kQ] + cfg_.q_dim();
+      buffers_[kV] = buffers_[kK] + cfg_.kv_dim();
+    }
     // Tables: [tokens | pos | seq_of | logit_rows] (cap_tokens_ each), then block tables
     // [n_seqs][max_blocks_]; only the used prefix is copied.
     int32_t* h = host_tables_.get<int32_t>();
@@ -234,6 +239,14 @@ class CudaBackend final : public Backend {
 
   void matmul_qkv(const LayerWeights& l, const float* x, float* q, float* k, float* v) override {
     if (replay_) return;
+    // One token: Wq, Wk, Wv lie back to back in the arena and q, k, v back to back in kQ, so one
+    // launch over the stacked [q_dim + 2 kv_dim, dim] matrix does all three (two fewer small
+    // kernels per layer on the batch-1 path, where each costs a few microseconds).
+    const DeviceMatrix& fused = fused_qkv_[static_cast<size_t>(&l - dev_.layers.data())];
+    if (n_ == 1 && fused.data != nullptr && k == q + l.wq.rows && v == k + l.wk.rows) {
+      launch_matmul(fused, x, 1, q, fused.rows, false, matmul_ws_, stream_);
+      return;
+    }
     launch_matmul(device_matrix(l.wq), x, n_, q, l.wq.rows, false, matmul_ws_, stream_);
     launch_matmul(device_matrix(l.wk), x, n_, k, l.wk.rows, false, matmul_ws_, stream_);
     launch_matmul(device_matrix(l.wv), x, n_, v, l.wv.rows, false, matmul_ws_, stream_);
@@ -458,6 +471,20 @@ class CudaBackend final : public Backend {
       d.bk = dev_f(h.bk);
       d.bv = dev_f(h.bv);
     }
+    // Wq, Wk, Wv were planned one after the other: where no alignment padding fell between them
+    // they form one [q_dim + 2 kv_dim, dim] matrix.
+    fused_qkv_.assign(dev_.layers.size(), DeviceMatrix{});
+    for (size_t i = 0; i < dev_.layers.size(); ++i) {
+      const LayerWeights& d = dev_.layers[i];
+      const bool same = d.wq.type == d.wk.type && d.wk.type == d.wv.type && d.wq.row_bytes == d.wk.row_bytes &&
+                        d.wk.row_bytes == d.wv.row_bytes && d.wq.cols == d.wk.cols && d.wk.cols == d.wv.cols;
+      const bool adjacent = d.wk.data == d.wq.data + d.wq.rows * d.wq.row_bytes &&
+                            d.wv.data == d.wk.data + d.wk.rows * d.wk.row_bytes;
+      if (!same || !adjacent) continue;
+      DeviceMatrix m = device_matrix(d.wq);
+      m.rows = d.wq.rows + d.wk.rows + d.wv.rows;
+      fused_qkv_[i] = m;
+    }
   }
 
   // Activations, tables and workspaces for the largest possible step.
@@ -467,7 +494,8 @@ class CudaBackend final : public Backend {
     cap_seqs_ = opt_.max_running;
     max_context_ = opt_.context_length > 0 ? opt_.context_length : c.train_context;
     max_blocks_ = (max_context_ + opt_.block_size - 1) / opt_.block_size;
-    const int64_t sizes[kBufferCount] = {c.dim, c.dim, c.q_dim(), c.kv_dim(), c.kv_dim(), c.q_dim(), c.ffn_dim, c.vocab};
+    // kQ holds q_dim + 2 kv_dim per token: at one token k and v live right after q (matmul_qkv).
+    const int64_t sizes[kBufferCount] = {c.dim, c.dim, c.q_dim() + 2 * c.kv_dim(), c.kv_dim(), c.kv_dim(), c.q_dim(), c.ffn_dim, c.vocab};
     size_t total = 0;
     size_t offsets[kBufferCount];
     for (int b = 0; b < kBufferCount; ++b) {
@@ -479,7 +507,10 @@ class CudaBackend final : public Backend {
     const size_t sampled_at = total;
     total += align_up(sizeof(int32_t) * static_cast<size_t>(cap_tokens_));
     activations_.allocate(total, "activations");
-    for (int b = 0; b < kBufferCount; ++b) buffers_[b] = reinterpret_cast<float*>(activations_.get() + offsets[b]);
+    for (int b = 0; b < kBufferCount; ++b) base_buffers_[b] = reinterpret_cast<float*>(activations_.get() + offsets[b]);
+    std::copy(base_buffers_, base_buffers_ + kBufferCount, buffers_);
+    // The aliased k and v must keep the 256-byte alignment the kernels' vector loads assume.
+    qkv_adjacent_ = c.q_dim() % 64 == 0 && c.kv_dim() % 64 == 0;
     d_sample_params_ = reinterpret_cast<SampleParams*>(activations_.get() + sample_params_at);
     d_sampled_ = reinterpret_cast<int32_t*>(activations_.get() + sampled_at);
 
@@ -512,7 +543,10 @@ class CudaBackend final : public Backend {
   DeviceBuffer weights_, kv_storage_, activations_, tables_, workspace_, penalties_;
   PinnedBuffer host_tables_, host_logits_, host_sample_, host_sampled_, host_penalties_;
   KvLayout kv_;
-  float* buffers_[kBufferCount] = {};
+  float* base_buffers_[kBufferCount] = {};  // each buffer's own allocation
+  float* buffers_[kBufferCount] = {};       // this step's (kK, kV inside kQ at one token)
+  bool qkv_adjacent_ = false;
+  std::vector<DeviceMatrix> fused_qkv_;     // per layer: Wq|Wk|Wv as one matrix, or data null
   SampleParams* d_sample_params_ = nullptr;
   int32_t* d_sampled_ = nullptr;
   Workspace matmul_ws_, attention_ws_, sample_ws_;
