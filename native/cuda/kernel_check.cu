@@ -640,6 +640,26 @@ class Checker {
     return static_cast<size_t>((((layer * n_blocks + block) * 2 + kind) * bs + slot) * kv_dim);
   }
 
+  // The launch arguments that describe the step's tokens and the cache, from device arrays.
+  static StepTables step_tables(const Seqs& s, const int32_t* pos, const int32_t* seq_of, const int32_t* blocks, int64_t n) {
+    StepTables st;
+    st.pos = pos;
+    st.seq_of = seq_of;
+    st.blocks = blocks;
+    st.n = n;
+    st.n_seqs = static_cast<int64_t>(s.lengths.size());
+    st.max_blocks = s.max_blocks;
+    return st;
+  }
+  static KvLayout kv_layout(const Seqs& s, void* cache, int64_t bs, int64_t kv_dim) {
+    KvLayout kv;
+    kv.base = reinterpret_cast<__half*>(cache);
+    kv.n_blocks = s.n_blocks;
+    kv.block_size = bs;
+    kv.kv_dim = kv_dim;
+    return kv;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // qkv_finish
   // ---------------------------------------------------------------------------------------------
@@ -681,18 +701,8 @@ class Checker {
       rope.rope_dim = rope_dim;
       rope.neox = neox;
       rope.inv_freq = dinv.get();
-      StepTables st;
-      st.pos = dpos.get();
-      st.seq_of = dseq.get();
-      st.blocks = dblk.get();
-      st.n = n;
-      st.n_seqs = static_cast<int64_t>(lengths.size());
-      st.max_blocks = s.max_blocks;
-      KvLayout kv;
-      kv.base = reinterpret_cast<__half*>(dcache.get());
-      kv.n_blocks = s.n_blocks;
-      kv.block_size = bs;
-      kv.kv_dim = kv_dim;
+      const StepTables st = step_tables(s, dpos.get(), dseq.get(), dblk.get(), n);
+      const KvLayout kv = kv_layout(s, dcache.get(), bs, kv_dim);
       launch_qkv_finish(dq.get(), dk.get(), dv.get(), bias ? dbq.get() : nullptr, bias ? dbk.get() : nullptr,
                         bias ? dbv.get() : nullptr, rope, st, kv, layer, stream_);
       sync(stream_, "launch_qkv_finish");
@@ -819,18 +829,8 @@ class Checker {
       Dev<int32_t> dpos(pos), dseq(seq_of), dblk(s.flat);
       Dev<uint16_t> dcache(cache);
       Dev<uint8_t> ws(std::max<size_t>(1, attention_workspace_bytes(n, n_heads, hd, max_context)));
-      StepTables st;
-      st.pos = dpos.get();
-      st.seq_of = dseq.get();
-      st.blocks = dblk.get();
-      st.n = n;
-      st.n_seqs = static_cast<int64_t>(lengths.size());
-      st.max_blocks = s.max_blocks;
-      KvLayout kv;
-      kv.base = reinterpret_cast<__half*>(dcache.get());
-      kv.n_blocks = s.n_blocks;
-      kv.block_size = bs;
-      kv.kv_dim = kv_dim;
+      const StepTables st = step_tables(s, dpos.get(), dseq.get(), dblk.get(), n);
+      const KvLayout kv = kv_layout(s, dcache.get(), bs, kv_dim);
       launch_attention(dq.get(), datt.get(), st, kv, layer, n_heads, n_kv, hd, max_context, Workspace{ws.get(), ws.size()},
                        stream_);
       sync(stream_, "launch_attention");
