@@ -427,7 +427,10 @@ describe('metrics, an instance change under load, and undeploy', () => {
 describe('back-pressure', () => {
   it('beyond the queue, requests get 429 with Retry-After', async () => {
     const dir = tempDir();
-    writeTinyChatModel(dir, 'busy');
+    // A model large enough (~2 ms a token here) that one 100-token answer outlasts the arrival of
+    // the other five requests even on a loaded machine: the tiny default finishes in ~10 ms, and
+    // then the requests could be served one after another without ever filling the queue.
+    writeTinyChatModel(dir, 'busy', { nEmbd: 512, nLayer: 4 });
     const h = await listen(await startInProcessHost({ MODELS_DIR: dir, LLM_CONTEXT_LENGTH: '256', LLM_MAX_RUNNING_SEQUENCES: '1', LLM_MAX_QUEUED: '1' }));
     try {
       const t = (await tokenFor(h)).token;
