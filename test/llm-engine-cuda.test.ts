@@ -5,9 +5,14 @@
 // build:cuda`) the rest runs:
 //  - logits of tiny random models of every tensor type and both architectures within a stated
 //    tolerance of the CPU backend's (all positions, several prefill chunkings);
-//  - greedy decoding of stories260K.gguf equal to the CPU's, alone and 8 sequences batched
-//    (the fixture comes from ../shared/fixtures, or PLATFORM_FIXTURES_DIR on the GPU machine);
-//  - N sequences decoded together equal to each decoded alone (the batched kernels, graphs);
+//  - greedy decoding of stories260K.gguf equal to the CPU's (200 tokens), and 8 prompts batched
+//    giving the CPU's logits (the fixture comes from ../shared/fixtures, or PLATFORM_FIXTURES_DIR
+//    on the GPU machine);
+//  - N sequences together giving the logits each gives alone (the batched kernels), and graphs on
+//    and off giving the same tokens.
+// Batched steps are compared through logits, not greedy tokens: at most 4 tokens a step the
+// matmuls are f32 GEMVs, above that f16 tensor-core tiles (~1e-3 relative), so a near-tie between
+// the two best tokens may legitimately flip between a sequence alone and in a batch.
 //  - seeded sampling: valid tokens, the same seed twice gives the same tokens;
 //  - CUDA graphs on and off give the same tokens.
 import fs from 'node:fs';
@@ -57,6 +62,16 @@ async function greedy(backend: 'cpu' | 'cuda', file: string, prompts: number[][]
   }
 }
 
+/** Last-position logits of each prompt, all submitted at once (one batch). */
+async function logitsTogether(backend: 'cpu' | 'cuda', file: string, prompts: number[][]): Promise<Float32Array[]> {
+  const model = await loadModel(file, { threads: 2, maxRunningSequences: Math.max(8, prompts.length), maxBatchTokens: 1024, backend });
+  try {
+    return await Promise.all(prompts.map((p) => model.logits(p)));
+  } finally {
+    await model.unload();
+  }
+}
+
 describe('cuda where it cannot run', () => {
   it.skipIf(hasGpu)('is a one-line load error naming the reason', async () => {
     const file = build({ arch: 'llama', vocab: plainVocab(32), nEmbd: 32, nLayer: 1, nHead: 4, nFf: 32, seed: 1 });
@@ -101,11 +116,11 @@ describe.skipIf(!hasGpu)('cuda logits match the cpu backend', () => {
     }
   });
 
-  it('prefill chunks of 1, 5 and 300 tokens and KV blocks of 1 and 16 give the same logits', async () => {
+  it('prefill chunks of 1, 5 and 250 tokens and KV blocks of 1 and 16 give the same logits', async () => {
     const file = build({ ...wide, arch: 'llama', weightType: 'Q8_0', seed: 32 });
-    const tokens = prompt(300, 64, 10);
+    const tokens = prompt(250, 64, 10);  // (the models' context is 256)
     const cpu = await logitsOn('cpu', file, tokens, { maxBatchTokens: 64 });
-    for (const options of [{ maxBatchTokens: 1 }, { maxBatchTokens: 5, kvBlockSize: 1 }, { maxBatchTokens: 300 }] as LoadModelOptions[]) {
+    for (const options of [{ maxBatchTokens: 1 }, { maxBatchTokens: 5, kvBlockSize: 1 }, { maxBatchTokens: 250 }] as LoadModelOptions[]) {
       expect(relativeError(await logitsOn('cuda', file, tokens, options), cpu)).toBeLessThan(TOLERANCE.Q8_0);
     }
   });
@@ -114,29 +129,35 @@ describe.skipIf(!hasGpu)('cuda logits match the cpu backend', () => {
 const STORIES = path.resolve(process.env['PLATFORM_FIXTURES_DIR'] ?? '../shared/fixtures', 'stories260K.gguf');
 
 describe.skipIf(!hasGpu || !fs.existsSync(STORIES))('stories260K.gguf on cuda', () => {
-  it('greedy decoding equals the CPU backend, alone and 8 sequences batched', async () => {
+  it('greedy decoding from BOS equals the CPU backend; 8 prompts together give the CPU logits', async () => {
     const bos = [1];
     const [cpu] = await greedy('cpu', STORIES, [bos], 200);
     const [alone] = await greedy('cuda', STORIES, [bos], 200);
     expect(alone).toEqual(cpu);
-    const prompts = Array.from({ length: 8 }, (_, i) => [1, ...prompt(i + 1, 512, 40 + i)]);
-    const cpuBatch = await greedy('cpu', STORIES, prompts, 64);
-    expect(await greedy('cuda', STORIES, prompts, 64)).toEqual(cpuBatch);
+    const prompts = Array.from({ length: 8 }, (_, i) => [1, ...prompt(3 + 4 * i, 512, 40 + i)]);
+    const onCpu = await logitsTogether('cpu', STORIES, prompts);
+    const onCuda = await logitsTogether('cuda', STORIES, prompts);
+    prompts.forEach((_, i) => expect(relativeError(onCuda[i]!, onCpu[i]!)).toBeLessThan(TOLERANCE.F32));
   });
 });
 
 describe.skipIf(!hasGpu)('cuda batching, graphs and sampling', () => {
   const file = () => build({ ...wide, arch: 'llama', weightType: 'F16', seed: 33 });
 
-  it('12 sequences together equal each alone; graphs on and off agree', async () => {
+  it('12 sequences together give the logits each gives alone; graphs on and off give the same tokens', async () => {
     const f = file();
     const prompts = Array.from({ length: 12 }, (_, i) => prompt(3 + 5 * i, 64, 50 + i));
-    const alone: number[][] = [];
-    for (const p of prompts) alone.push(...(await greedy('cuda', f, [p], 24)));
-    expect(await greedy('cuda', f, prompts, 24)).toEqual(alone);
+    const together = await logitsTogether('cuda', f, prompts);
+    for (const [i, p] of prompts.entries()) {
+      const [alone] = await logitsTogether('cuda', f, [p]);
+      expect(relativeError(together[i]!, alone!)).toBeLessThan(TOLERANCE.F16);
+    }
+    // The same batch, replayed from captured graphs or launched kernel by kernel: same kernels,
+    // same order, so the same tokens exactly.
+    const withGraphs = await greedy('cuda', f, prompts, 24);
     process.env['PLATFORM_CUDA_GRAPHS'] = '0';
     try {
-      expect(await greedy('cuda', f, prompts, 24)).toEqual(alone);
+      expect(await greedy('cuda', f, prompts, 24)).toEqual(withGraphs);
     } finally {
       delete process.env['PLATFORM_CUDA_GRAPHS'];
     }
