@@ -123,10 +123,13 @@ compare_small() {
   else
     say "stories260K.gguf not found (pass its path, or copy it to bench/cuda/fixtures/): skipping its greedy check"
   fi
+  # Random-weight models have close top logits: a long greedy run may flip a near-tie between
+  # the f16 KV cache and the CPU's f32 one without any bug, so their greedy check is short; the
+  # trained stories260K above is held to 200 tokens.
   for t in q8_0 f16 q4_k q6_k q4_0; do
     local f="$MODEL_DIR/tiny-random-$t.gguf"
     [ -s "$f" ] || "$BUILD_DIR/platform-make-gguf" --shape tiny --type "$t" --out "$f" >>"$LOG" 2>&1
-    step "compare-tiny-$t" 60 "$BUILD_DIR/platform-llm-bench" --model "$f" --compare --compare-prompt 16 --compare-gen 64 \
+    step "compare-tiny-$t" 60 "$BUILD_DIR/platform-llm-bench" --model "$f" --compare --compare-prompt 16 --compare-gen 16 \
       --json "$OUT/compare-tiny-$t.json"
   done
 }
