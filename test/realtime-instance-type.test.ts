@@ -1,7 +1,7 @@
 // Instance types of realtime deployments: `instance_type` cpu (the default) or cuda, refused with
 // a 400 naming the reason on a host without CUDA (before anything is recorded), stored with the
 // deployment and shown in it; the v6 migration; the availability check itself; the executor's
-// device option.
+// device option; moving a live model to another instance type (PUT /api/v1/models/:id/instance-type).
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
 import { migrations } from '../src/store/migrations.js';
 import { cudaUnavailableReason } from '../src/native/cuda-availability.js';
@@ -98,6 +98,167 @@ describe('realtime instance types', () => {
       const model = normalize(parseOnnxModel(mlpModel().toBytes()));
       expect(() => compileTabularModel(model, { device: 'cuda' })).toThrow(`instance type cuda is not available on this host: ${cudaReason}`);
     });
+  });
+});
+
+interface ErrorJson {
+  error: { code: string; param: string; message: string };
+}
+
+interface ModelJson {
+  live_deployment: (DeploymentJson & { action: string; variation_name: string; build_id: string; traffic: DeploymentJson['traffic'] & Record<string, unknown> }) | null;
+  deployment_in_progress: DeploymentJson | null;
+}
+
+async function deployLive(modelId: string, body: Record<string, unknown>): Promise<string> {
+  const res = await api<DeploymentJson>('POST', `/api/v1/models/${modelId}/deployments`, body);
+  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  const done = await waitForDeployment(api, res.body.deployment_id);
+  expect(done.status, done.reason ?? '').toBe('LIVE');
+  return res.body.deployment_id;
+}
+
+const deploymentsOf = async (modelId: string) => (await api<{ deployments: DeploymentJson[] }>('GET', `/api/v1/models/${modelId}/deployments`)).body.deployments;
+const liveOf = async (modelId: string) => (await api<ModelJson>('GET', `/api/v1/models/${modelId}`)).body.live_deployment!;
+const answer = async (path: string, headers: Record<string, string> = {}) => {
+  const res = await api<Array<{ y: number }>>('POST', path, ROW, headers);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return { y: res.body[0]!.y, variation: res.headers.get('x-variation') };
+};
+
+describe('changing the instance type of a live model', () => {
+  it('to the type it runs on redeploys it as it is (202, LIVE) with the same answers, as the library does', async () => {
+    const build = await newModelWithBuild('it-same');
+    const first = await deployLive('it-same', { build_id: build });
+    const before = await answer('/v1/it-same/predict');
+    const res = await api<DeploymentJson & { action: string; variation_name: string; build_id: string; model_id: string }>('PUT', '/api/v1/models/it-same/instance-type', { instance_type: 'cpu' });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    expect(res.body).toMatchObject({ model_id: 'it-same', action: 'deploy', status: 'PENDING', variation_name: 'default', build_id: build, instance_type: 'cpu' });
+    expect(res.body.traffic.instanceTypes).toEqual({ default: 'cpu' });
+    expect((await waitForDeployment(api, res.body.deployment_id)).status).toBe('LIVE');
+    const live = await liveOf('it-same');
+    expect(live.deployment_id).toBe(res.body.deployment_id);
+    expect(live.traffic).toEqual({ variations: { default: build }, audiences: [], fallbackVariation: 'default', batching: {}, instanceTypes: { default: 'cpu' } });
+    expect((await deploymentsOf('it-same')).map((d) => [d.deployment_id, d.status])).toEqual([
+      [first, 'SUPERSEDED'],
+      [res.body.deployment_id, 'LIVE'],
+    ]);
+    expect(await answer('/v1/it-same/predict')).toEqual(before);
+  });
+
+  it('keeps every variation, route and batching setting; only the instance types change', async () => {
+    const base = await newModelWithBuild('it-multi');
+    await deployLive('it-multi', { build_id: base, batching: { max_batch_rows: 7 } });
+    const canary = await api<{ build_id: string }>('POST', `/api/v1/models/it-multi/builds?feature_names=${FEATURES.join(',')}`, linearModel(FEATURES, 100));
+    const audience = await api<{ audiences: Array<{ id: string }> }>('POST', '/api/v1/audiences', {
+      api_version: 'v1',
+      spec: { audiences: [{ name: 'it-multi-canary', conditions: { unary: [{ key: 'X-Canary', operator: 'UNARY_OPERATOR_TYPE_PRESENT_MATCH' }] } }] },
+    });
+    expect(audience.status, JSON.stringify(audience.body)).toBe(201);
+    const aud = audience.body.audiences[0]!.id;
+    await deployLive('it-multi', {
+      build_id: canary.body.build_id,
+      variation_name: 'canary',
+      audiences: [{ id: aud, routes: [{ variation_name: 'canary', weight: 100 }], fallback_variation: 'default' }],
+    });
+    const before = await liveOf('it-multi');
+    const answers = [await answer('/v1/it-multi/predict'), await answer('/v1/it-multi/predict', { 'x-canary': '1' })];
+    expect(answers.map((a) => a.variation)).toEqual(['default', 'canary']);
+
+    const res = await api<DeploymentJson & { variation_name: string; build_id: string }>('PUT', '/api/v1/models/it-multi/instance-type', { instance_type: 'cpu' });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    // The record names the fallback variation and its build.
+    expect(res.body).toMatchObject({ variation_name: 'default', build_id: base, instance_type: 'cpu' });
+    expect((await waitForDeployment(api, res.body.deployment_id)).status).toBe('LIVE');
+    const after = await liveOf('it-multi');
+    expect(after.traffic).toEqual({ ...before.traffic, instanceTypes: { default: 'cpu', canary: 'cpu' } });
+    expect([await answer('/v1/it-multi/predict'), await answer('/v1/it-multi/predict', { 'x-canary': '1' })]).toEqual(answers);
+  });
+
+  it('answers 404 for an unknown model or one with nothing live, and 400 for a bad type, recording nothing', async () => {
+    const unknown = await api<ErrorJson>('PUT', '/api/v1/models/no-such-model/instance-type', { instance_type: 'cpu' });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.param).toBe('model_id');
+
+    await newModelWithBuild('it-idle');
+    const idle = await api<ErrorJson>('PUT', '/api/v1/models/it-idle/instance-type', { instance_type: 'cpu' });
+    expect(idle.status).toBe(404);
+    expect(idle.body.error.message).toMatch(/model "it-idle" has no live deployment/);
+    expect(idle.body.error.param).toBe('model_id');
+
+    for (const body of [{ instance_type: 'tpu' }, {}]) {
+      const bad = await api<ErrorJson>('PUT', '/api/v1/models/it-idle/instance-type', body);
+      expect(bad.status, JSON.stringify(bad.body)).toBe(400);
+      expect(bad.body.error.code).toBe('invalid_argument');
+      expect(bad.body.error.param).toBe('instance_type');
+    }
+    expect(await deploymentsOf('it-idle')).toEqual([]);
+  });
+
+  it('answers 409 while a deployment of the model is in progress', async () => {
+    const build = await newModelWithBuild('it-busy');
+    await deployLive('it-busy', { build_id: build });
+    const live = await liveOf('it-busy');
+    // A deployment still on its way (as if its builds were loading).
+    host.db
+      .prepare(
+        `INSERT INTO deployments (id, model_id, status, action, variation_name, build_id, instance_type, traffic, created_at, updated_at)
+         VALUES ('dep_it_busy', 'it-busy', 'DEPLOYING', 'deploy', 'default', ?, 'cpu', ?, 1, 1)`,
+      )
+      .run(build, JSON.stringify(live.traffic));
+    const res = await api<ErrorJson>('PUT', '/api/v1/models/it-busy/instance-type', { instance_type: 'cpu' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.param).toBe('model_id');
+    expect(res.body.error.message).toMatch(/has deployment dep_it_busy in progress \(DEPLOYING\)/);
+    host.db.prepare("UPDATE deployments SET status = 'FAILED', reason = 'test' WHERE id = 'dep_it_busy'").run();
+    expect((await liveOf('it-busy')).deployment_id).toBe(live.deployment_id);
+  });
+
+  it.skipIf(cudaReason === null)('to cuda on a host without CUDA: 400 naming instance_type and the reason; nothing recorded, traffic unchanged', async () => {
+    const build = await newModelWithBuild('it-nocuda');
+    await deployLive('it-nocuda', { build_id: build });
+    const before = await liveOf('it-nocuda');
+    const deployments = await deploymentsOf('it-nocuda');
+    const answered = await answer('/v1/it-nocuda/predict');
+
+    const res = await api<ErrorJson>('PUT', '/api/v1/models/it-nocuda/instance-type', { instance_type: 'cuda' });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_argument', param: 'instance_type', message: `instance type cuda is not available on this host: ${cudaReason}` });
+    expect(await deploymentsOf('it-nocuda')).toEqual(deployments);
+    const model = await api<ModelJson>('GET', '/api/v1/models/it-nocuda');
+    expect(model.body.live_deployment).toEqual(before);
+    expect(model.body.deployment_in_progress).toBeNull();
+    expect(await answer('/v1/it-nocuda/predict')).toEqual(answered);
+  });
+
+  it.skipIf(cudaReason !== null)('to cuda and back under concurrent predict load, failing no request', async () => {
+    const build = await newModelWithBuild('it-gpu');
+    await deployLive('it-gpu', { build_id: build });
+    const expected = (await answer('/v1/it-gpu/predict')).y;
+    const failures: string[] = [];
+    let stop = false;
+    let sent = 0;
+    const worker = async () => {
+      while (!stop) {
+        const res = await api<Array<{ y: number }>>('POST', '/v1/it-gpu/predict', ROW);
+        sent++;
+        if (res.status !== 200) failures.push(`${res.status} ${JSON.stringify(res.body)}`);
+        else if (Math.abs(res.body[0]!.y - expected) > 1e-4) failures.push(`answer ${res.body[0]!.y}, expected ${expected}`);
+      }
+    };
+    const load = Promise.all(Array.from({ length: 8 }, worker));
+    for (const type of ['cuda', 'cpu', 'cuda'] as const) {
+      const res = await api<DeploymentJson>('PUT', '/api/v1/models/it-gpu/instance-type', { instance_type: type });
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      const done = await waitForDeployment(api, res.body.deployment_id);
+      expect(done.status, done.reason ?? '').toBe('LIVE');
+      expect((await liveOf('it-gpu')).traffic.instanceTypes).toEqual({ default: type });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    stop = true;
+    await load;
+    expect(failures).toEqual([]);
+    expect(sent).toBeGreaterThan(50);
   });
 });
 

@@ -78,6 +78,32 @@ export class Deployer {
     return this.launch(model.id, 'undeploy', request.variationName, null, null, traffic);
   }
 
+  /**
+   * Moves every variation of a live model to `instanceType`, as a deploy of the live traffic with
+   * only the instance types changed: the builds load on the new backend while the old ones serve,
+   * then traffic swaps in one step (the launch path's (build, instance type) keys). The record
+   * names the fallback variation (the one serving requests that match no audience) and its build;
+   * its traffic's instanceTypes has every variation on the new type. Asking for the type a model
+   * already runs on redeploys it as it is, sharing the loaded builds (as the library does).
+   */
+  setInstanceType(modelId: string, instanceType: InstanceType): DeploymentRecord {
+    const model = this.realtimeModel(modelId);
+    // Refused here, before anything is recorded: not a FAILED deployment after the fact.
+    if (instanceType === 'cuda') {
+      const why = this.cudaUnavailable();
+      if (why !== null) throw invalidArgument(`instance type cuda is not available on this host: ${why}`, 'instance_type');
+    }
+    this.refuseIfBusy(model.id);
+    const live = this.deployments.live(model.id)?.traffic;
+    const names = live ? Object.keys(live.variations) : [];
+    if (!live || names.length === 0) {
+      throw notFound(`model "${model.id}" has no live deployment; deploy a build with "platform models deploy realtime" first`, 'model_id');
+    }
+    const variation = live.fallbackVariation !== null && live.fallbackVariation in live.variations ? live.fallbackVariation : names[0]!;
+    const traffic: TrafficConfig = { ...live, instanceTypes: Object.fromEntries(names.map((v) => [v, instanceType])) };
+    return this.launch(model.id, 'deploy', variation, live.variations[variation]!, instanceType, traffic);
+  }
+
   /** Loads every model's LIVE deployment; called once on start, before serving. */
   async restore(): Promise<void> {
     const interrupted = this.deployments.failInterrupted();

@@ -1,9 +1,11 @@
-// platform library list | deploy | undeploy, and platform models set-instance-type.
+// platform library list | deploy | undeploy, and platform models set-instance-type (library and
+// realtime models alike: the model's kind picks the route).
 import type { Command } from 'commander';
 import { clientFromEnv, type PlatformClient } from '../http-client.js';
 import { CliError, usageError } from '../errors.js';
 import { createProgress } from '../progress.js';
 import { formatTable } from '../table.js';
+import { waitForDeployment } from './models.js';
 
 interface CatalogJson {
   models: Array<{ name: string; file: string; size_bytes: number; architecture: string; parameters: number; quantization: string; context_length: number | null; license: string | null; license_link: string | null }>;
@@ -119,15 +121,24 @@ export function registerLibraryCommands(program: Command, models: Command): void
 
   models
     .command('set-instance-type')
-    .description('move a live library model to another instance type; traffic switches when the new one is ready')
+    .description('move a live model to another instance type; traffic switches when the new one is ready')
     .argument('<model-id>')
     .argument('<type>', 'cpu or cuda')
-    .option('--threads <n>', 'CPU threads of the new instance')
+    .option('--threads <n>', 'CPU threads of the new instance (library models only)')
     .option('--wait', 'follow the change until traffic has switched')
     .action(async (id: string, type: string, opts: { threads?: string; wait?: boolean }) => {
       if (type !== 'cpu' && type !== 'cuda') throw usageError('the instance type must be cpu or cuda');
       const client = clientFromEnv();
       const n = threads(opts.threads);
+      const { model } = await client.request<{ model: { kind: string } }>('GET', `/api/v1/models/${encodeURIComponent(id)}`);
+      if (model.kind === 'realtime') {
+        if (n !== undefined) throw usageError(`--threads applies to library models only; "${id}" is a realtime model`);
+        // A deployment of the live traffic with every variation on the new type.
+        const dep = await client.request<{ deployment_id: string }>('PUT', `/api/v1/models/${encodeURIComponent(id)}/instance-type`, { body: { instance_type: type } });
+        process.stdout.write(`${dep.deployment_id}\n`);
+        if (opts.wait) await waitForDeployment(client, dep.deployment_id);
+        return;
+      }
       await client.request('PUT', `/api/v1/library/deployments/${encodeURIComponent(id)}/instance-type`, { body: { instance_type: type, ...(n !== undefined ? { threads: n } : {}) } });
       if (opts.wait) await follow(client, id, (d) => d.pending_instance_type === null && d.instance_type === type);
       process.stdout.write(`${id}: ${type}\n`);

@@ -1,5 +1,6 @@
 // Management of realtime models: create and list models, upload builds (ONNX as
-// application/octet-stream), deploy a build and follow the deployment's status.
+// application/octet-stream), deploy a build and follow the deployment's status, move a live model
+// to another instance type.
 import type { FastifyPluginAsync } from 'fastify';
 import type { BuildRecord } from '../../realtime/builds.js';
 import type { DeploymentRecord } from '../../realtime/deployments.js';
@@ -292,6 +293,24 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     },
     async (request, reply) => {
       const record = deployer.undeploy({ modelId: request.params.model_id, variationName: request.body.variation_name, audiences: request.body.audiences });
+      reply.code(202);
+      return deploymentJson(record);
+    },
+  );
+
+  // Moves every variation of a live model to another instance type (cpu or cuda); a new
+  // deployment loads the builds on that backend and swaps traffic when they are ready.
+  app.put<{ Params: { model_id: string }; Body: { instance_type: InstanceType } }>(
+    '/api/v1/models/:model_id/instance-type',
+    {
+      schema: {
+        params: modelParams,
+        body: { type: 'object', required: ['instance_type'], properties: { instance_type: { type: 'string', enum: [...INSTANCE_TYPES] } } },
+        response: responses({ 202: deploymentSchema }),
+      },
+    },
+    async (request, reply) => {
+      const record = deployer.setInstanceType(request.params.model_id, request.body.instance_type);
       reply.code(202);
       return deploymentJson(record);
     },
