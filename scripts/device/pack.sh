@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs what the GPU machine lacks into .device/ (ignored by git; pass it in the device tool's
+# Packs what the GPU machine lacks into .device/ (in .gitignore; pass it in the device tool's
 # `carry` together with `dist`): the Node.js binary (xz), the production node_modules plus tsx
 # (to run the benchmarks) and vitest (the GPU tests), the four N-API headers the addon compiles against, and the
 # stories260K fixture. The GPU machine can reach nothing outside itself, so this is the only way
@@ -9,9 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=.device
-EXCLUDE="$(git rev-parse --git-dir)/info/exclude"
-mkdir -p "$(dirname "$EXCLUDE")"
-grep -qx '/.device/' "$EXCLUDE" 2>/dev/null || echo '/.device/' >> "$EXCLUDE"
 mkdir -p "$OUT/node-include"
 
 npm run build --silent                       # dist/ (tsc)
