@@ -797,8 +797,10 @@ class Checker {
   // ---------------------------------------------------------------------------------------------
   // lengths: positions of each sequence after the step; new_tokens: how many of its last positions
   // are this step's tokens (1: decode; more: a prefill chunk).
+  // sized_for > 0: as the CUDA backend does, the workspace is sized once for that context and the
+  // launch passes the power-of-two span (>= 256) covering the step's longest sequence.
   void check_attention(int64_t n_heads, int64_t n_kv, int64_t hd, int64_t bs, const std::vector<int64_t>& lengths,
-                       const std::vector<int64_t>& new_tokens, float q_scale, const char* what) {
+                       const std::vector<int64_t>& new_tokens, float q_scale, const char* what, int64_t sized_for = 0) {
     const std::string name = "attention";
     const std::string shape = dims({{"heads", n_heads}, {"kv", n_kv}, {"hd", hd}, {"bs", bs}}) + " " + what;
     one(name, shape, [&] {
@@ -828,7 +830,14 @@ class Checker {
       Dev<float> dq(q), datt(static_cast<size_t>(n * q_dim));
       Dev<int32_t> dpos(pos), dseq(seq_of), dblk(s.flat);
       Dev<uint16_t> dcache(cache);
-      Dev<uint8_t> ws(std::max<size_t>(1, attention_workspace_bytes(n, n_heads, hd, max_context)));
+      int64_t ws_context = max_context;
+      if (sized_for > 0) {
+        ws_context = sized_for;
+        int64_t span = 256;
+        while (span < max_context) span *= 2;
+        max_context = std::min(span, std::max(sized_for, max_context));
+      }
+      Dev<uint8_t> ws(std::max<size_t>(1, attention_workspace_bytes(n, n_heads, hd, ws_context)));
       const StepTables st = step_tables(s, dpos.get(), dseq.get(), dblk.get(), n);
       const KvLayout kv = kv_layout(s, dcache.get(), bs, kv_dim);
       launch_attention(dq.get(), datt.get(), st, kv, layer, n_heads, n_kv, hd, max_context, Workspace{ws.get(), ws.size()},
@@ -897,7 +906,14 @@ class Checker {
         toks.push_back(1);
       }
       check_attention(32, 8, 128, 16, lens, toks, 1.0f, "decode 64 seqs lens 1..600");
+      // The same batch with the workspace sized for a 3000-token context and the span 1024
+      // passed at launch, as llm_backend.cu does (a shorter span splits into more partials).
+      check_attention(32, 8, 128, 16, lens, toks, 1.0f, "decode 64 seqs, span 1024 of context 3000", 3000);
     }
+    // Head dims that are not a multiple of 8 (the 4-byte load path) and a group of 3.
+    check_attention(6, 2, 6, 16, {1, 40, 700}, {1, 1, 1}, 1.0f, "hd 6, group 3, lens=1,40,700");
+    check_attention(4, 4, 10, 8, {300, 9}, {1, 9}, 1.0f, "hd 10, lens=300,9+9");
+    check_attention(12, 1, 24, 16, {513}, {1}, 1.0f, "hd 24, group 12, len=513");
   }
 
   // ---------------------------------------------------------------------------------------------
