@@ -17,6 +17,7 @@ import { engineInfo } from '../src/native/gemm.js';
 import { compileTabularModel, type TabularInput, type TabularModel } from '../src/tabular/executor/index.js';
 import { normalize } from '../src/tabular/onnx/operators.js';
 import { parseOnnxModel } from '../src/tabular/onnx/parse.js';
+import { rng } from '../test/helpers/api.js';
 import { ModelBuilder } from '../test/helpers/onnx-builder.js';
 
 const ROWS = [1, 4, 16, 64, 256, 1024, 4096, 16384];
@@ -28,14 +29,6 @@ const TARGET_SECONDS = 0.3;
 const MIN_RUNS = 3;
 const MAX_RUNS = 2000;
 const VARIANTS = 4;
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 4294967296;
-  };
-}
 
 /** Gemm (transB 1, bias) + Relu for every layer but the last, float, batch dimension N. */
 function mlp(sizes: readonly number[]): Uint8Array {

@@ -10,19 +10,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cudaUnavailableReason } from '../src/native/cuda-availability.js';
 import { compileTabularModel, type TabularModel } from '../src/tabular/executor/index.js';
-import { normalize } from '../src/tabular/onnx/operators.js';
-import { parseOnnxModel } from '../src/tabular/onnx/parse.js';
 import { apiClient, rng, waitForDeployment, type Api } from './helpers/api.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
 import { attr, ModelBuilder } from './helpers/onnx-builder.js';
+import { normalized, randomFloats } from './helpers/tabular-data.js';
 
 const unavailable = cudaUnavailableReason();
-// (not tabular-executor-support's helpers: that module needs onnxruntime-node)
-const normalized = (bytes: Uint8Array) => normalize(parseOnnxModel(bytes));
-function randomFloats(n: number, seed: number, lo = -2, hi = 2): Float32Array {
-  const r = rng(seed);
-  return Float32Array.from({ length: n }, () => lo + (hi - lo) * r());
-}
 const BATCHES = [1, 63, 4096];
 const RTOL = 1e-4;
 const ATOL = 2e-5;

@@ -4,21 +4,17 @@ import ort from 'onnxruntime-node';
 import { expect } from 'vitest';
 
 import { compileTabularModel, type TabularInput, type TabularModel, type TabularOutput } from '../src/tabular/executor/index.js';
-import { normalize } from '../src/tabular/onnx/operators.js';
 import { parseOnnxModel } from '../src/tabular/onnx/parse.js';
 import { ModelProto } from '../src/tabular/onnx/proto.js';
-import type { ElementType, NormalizedModel } from '../src/tabular/onnx/types.js';
+import type { ElementType } from '../src/tabular/onnx/types.js';
 import { rng } from './helpers/api.js';
+import { normalized } from './helpers/tabular-data.js';
 export { rng };
+export { normalized, randomFloats } from './helpers/tabular-data.js';
 
 // onnxruntime's warnings about old opsets and lenient shape merges are noise here.
 ort.env.logLevel = 'error';
 
-
-export function randomFloats(n: number, seed: number, lo = -2, hi = 2): Float32Array {
-  const r = rng(seed);
-  return Float32Array.from({ length: n }, () => lo + (hi - lo) * r());
-}
 
 export function randomDoubles(n: number, seed: number, lo = -2, hi = 2): Float64Array {
   const r = rng(seed);
@@ -31,10 +27,6 @@ export function randomInts(n: number, seed: number, lo: number, hi: number): num
 }
 
 export const BATCHES = [1, 7, 129, 1000] as const;
-
-export function normalized(bytes: Uint8Array): NormalizedModel {
-  return normalize(parseOnnxModel(bytes));
-}
 
 export function compileBytes(bytes: Uint8Array): TabularModel {
   return compileTabularModel(normalized(bytes));
