@@ -9,7 +9,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { engineInfo, gemm, type SimdLevel } from '../src/native/gemm.js';
+import { engineInfo, gemm } from '../src/native/gemm.js';
+import type { SimdLevel } from '../src/native/surface.js';
 
 interface Shape {
   label: string;

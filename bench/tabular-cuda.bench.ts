@@ -15,9 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { cudaUnavailableReason } from '../src/native/cuda-availability.js';
 import { engineInfo } from '../src/native/gemm.js';
 import { compileTabularModel, type TabularInput, type TabularModel } from '../src/tabular/executor/index.js';
-import { normalize } from '../src/tabular/onnx/operators.js';
+import { normalize } from '../src/tabular/onnx/normalize.js';
 import { parseOnnxModel } from '../src/tabular/onnx/parse.js';
-import { rng } from '../test/helpers/api.js';
+import { rng } from '../test/helpers/random.js';
 import { ModelBuilder } from '../test/helpers/onnx-builder.js';
 
 const ROWS = [1, 4, 16, 64, 256, 1024, 4096, 16384];

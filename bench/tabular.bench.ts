@@ -18,7 +18,7 @@ import ort from 'onnxruntime-node';
 
 import { compileTabularModel, type TabularInput, type TabularModel } from '../src/tabular/executor/index.js';
 import { engineInfo } from '../src/native/gemm.js';
-import { normalize } from '../src/tabular/onnx/operators.js';
+import { normalize } from '../src/tabular/onnx/normalize.js';
 import { parseOnnxModel } from '../src/tabular/onnx/parse.js';
 import { attr, ModelBuilder } from '../test/helpers/onnx-builder.js';
 

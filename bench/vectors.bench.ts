@@ -28,7 +28,7 @@ import hnswlib from 'hnswlib-node';
 import { ApiKeyStore } from '../src/auth/api-keys.js';
 import { gemm } from '../src/native/gemm.js';
 import { openDatabase } from '../src/store/database.js';
-import { rng } from '../test/helpers/api.js';
+import { rng } from '../test/helpers/random.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const HOST_MAIN = path.join(ROOT, 'dist/server/main.js');

@@ -83,9 +83,12 @@ describe('against a running host', () => {
     const before = exchanges();
     const first = await runCli(['status', '--json'], env(key));
     expect(first.code, first.stderr).toBe(0);
-    const status = JSON.parse(first.stdout) as { status: string; engine: { simd: unknown } };
+    const status = JSON.parse(first.stdout) as { status: string; engine: { simd: { active: string } } };
     expect(status.status).toBe('ready');
-    expect(status.engine.simd).toBeDefined();
+    // The host's engine, over HTTP, is the one `platform engine` loads here: same machine, same env.
+    expect(['scalar', 'avx2', 'avx512', 'neon']).toContain(status.engine.simd.active);
+    const local = await runCli(['engine']);
+    expect(status.engine.simd).toEqual((JSON.parse(local.stdout) as { simd: unknown }).simd);
     const files = fs.readdirSync(cacheDir);
     expect(files).toHaveLength(1);
     expect(fs.statSync(path.join(cacheDir, files[0]!)).mode & 0o777).toBe(0o600);

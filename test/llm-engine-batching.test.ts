@@ -46,6 +46,7 @@ describe('continuous batching', () => {
 
   it('streams tokens as they are produced and reports timings', async () => {
     await withModel({}, async (m) => {
+      const started = performance.now();
       const gen = m.generate([1, 2, 3], { maxTokens: 12 });
       let n = 0;
       for await (const t of gen) {
@@ -53,11 +54,19 @@ describe('continuous batching', () => {
         n++;
       }
       const r = await gen.result;
+      const elapsed = performance.now() - started;
       expect(r.completionTokens).toBe(n);
       expect(r.promptTokens).toBe(3);
       if (r.finishReason === 'length') expect(n).toBe(12);
-      expect(r.timings.prefillMs).toBeGreaterThanOrEqual(0);
-      expect(r.timings.decodeMs).toBeGreaterThanOrEqual(0);
+      // Milliseconds of real work: the prompt pass takes some time, and the three phases fit in
+      // the time the caller waited.
+      const { queuedMs, prefillMs, decodeMs, decodeTokensPerSecond } = r.timings;
+      expect(prefillMs).toBeGreaterThan(0);
+      expect(queuedMs + prefillMs + decodeMs).toBeLessThanOrEqual(elapsed);
+      if (n > 1) {
+        expect(decodeMs).toBeGreaterThan(0);
+        expect(decodeTokensPerSecond).toBeCloseTo(((n - 1) * 1000) / decodeMs, 6);
+      }
     });
   });
 

@@ -11,7 +11,8 @@
 // - activation quantization: byte-identical to the scalar quantizer;
 // - attention of a GQA group over blocked KV rows, SiLU gating: within float rounding.
 import { describe, expect, it } from 'vitest';
-import { loadAddon, type SimdLevel } from '../src/native/addon.js';
+import { loadAddon } from '../src/native/addon.js';
+import type { SimdLevel } from '../src/native/surface.js';
 import { engineInfo } from '../src/native/gemm.js';
 import { dequantize, f32ToF16, quantize, type QuantType } from './helpers/ggml-quants.js';
 

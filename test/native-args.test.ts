@@ -3,7 +3,8 @@
 // message naming the argument, never reach the kernels.
 import { beforeAll, describe, expect, it } from 'vitest';
 
-import { loadAddon, type NativeAddon } from '../src/native/addon.js';
+import { loadAddon } from '../src/native/addon.js';
+import type { NativeAddon } from '../src/native/surface.js';
 import { gemm, gemmAsync, gemv, gemvAsync } from '../src/native/gemm.js';
 
 let addon: NativeAddon;

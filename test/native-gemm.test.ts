@@ -16,7 +16,8 @@
 // for every element, and is checked element by element: NaN or an out-of-place write fails it.
 import { beforeAll, describe, expect, it } from 'vitest';
 
-import { loadAddon, type NativeAddon, type SimdLevel } from '../src/native/addon.js';
+import { loadAddon } from '../src/native/addon.js';
+import type { NativeAddon, SimdLevel } from '../src/native/surface.js';
 import { engineInfo, gemm, gemmAsync, gemv, gemvAsync } from '../src/native/gemm.js';
 
 const U = 2 ** -24;

@@ -6,7 +6,7 @@ import { describe, expect, it, beforeAll, afterAll } from 'vitest';
 import { migrations } from '../src/store/migrations.js';
 import { cudaUnavailableReason } from '../src/native/cuda-availability.js';
 import { compileTabularModel } from '../src/tabular/executor/index.js';
-import { normalize } from '../src/tabular/onnx/operators.js';
+import { normalize } from '../src/tabular/onnx/normalize.js';
 import { parseOnnxModel } from '../src/tabular/onnx/parse.js';
 import { migrate } from '../src/store/database.js';
 import Database from 'better-sqlite3';

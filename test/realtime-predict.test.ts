@@ -3,7 +3,8 @@
 import ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelBuilder, attr } from './helpers/onnx-builder.js';
-import { apiClient, rng, waitForDeployment, type Api } from './helpers/api.js';
+import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
+import { rng } from './helpers/random.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
 
 let host: TestHost;

@@ -10,7 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cudaUnavailableReason } from '../src/native/cuda-availability.js';
 import { compileTabularModel, type TabularModel } from '../src/tabular/executor/index.js';
-import { apiClient, rng, waitForDeployment, type Api } from './helpers/api.js';
+import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
+import { rng } from './helpers/random.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
 import { attr, ModelBuilder } from './helpers/onnx-builder.js';
 import { normalized, randomFloats } from './helpers/tabular-data.js';

@@ -14,10 +14,12 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 import type { TabularInput, TabularInputData } from '../src/tabular/executor/index.js';
-import { findOperator, normalize } from '../src/tabular/onnx/operators.js';
+import { findOperator, normalize } from '../src/tabular/onnx/index.js';
 import { parseOnnxModel, parseTensorProto } from '../src/tabular/onnx/parse.js';
 import type { OnnxModel } from '../src/tabular/onnx/types.js';
-import { compareWithOrt, compileBytes, expectClose, randomFloats, randomInts, rng } from './tabular-executor-support.js';
+import { randomFloats, randomInts } from './helpers/tabular-data.js';
+import { compareWithOrt, compileBytes, expectClose } from './helpers/tabular-executor.js';
+import { rng } from './helpers/random.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const FIXTURES = path.resolve(ROOT, '../shared/fixtures/onnx');

@@ -8,15 +8,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { attr, ModelBuilder, type AttrValue } from './helpers/onnx-builder.js';
-import {
-  BATCHES,
-  compareWithOrt,
-  compileBytes,
-  FLOAT_TOL,
-  randomDoubles,
-  randomFloats,
-  randomInts,
-} from './tabular-executor-support.js';
+import { randomDoubles, randomFloats, randomInts } from './helpers/tabular-data.js';
+import { BATCHES, compareWithOrt, compileBytes, FLOAT_TOL } from './helpers/tabular-executor.js';
 
 const ML = { '': 13, 'ai.onnx.ml': 1 };
 const floats = (n: number, seed: number, lo = -1, hi = 1) => Array.from(randomFloats(n, seed, lo, hi));

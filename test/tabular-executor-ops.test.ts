@@ -5,14 +5,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { attr, mlpModel, ModelBuilder } from './helpers/onnx-builder.js';
-import {
-  BATCHES,
-  compareWithOrt,
-  compileBytes,
-  randomDoubles,
-  randomFloats,
-  randomInts,
-} from './tabular-executor-support.js';
+import { randomDoubles, randomFloats, randomInts } from './helpers/tabular-data.js';
+import { BATCHES, compareWithOrt, compileBytes } from './helpers/tabular-executor.js';
 
 const f32 = (n: number, seed: number, lo = -2, hi = 2) => Array.from(randomFloats(n, seed, lo, hi));
 

@@ -8,16 +8,9 @@ import { describe, expect, it } from 'vitest';
 
 import type { TabularInputData } from '../src/tabular/executor/index.js';
 import { attr, ModelBuilder, type AttrValue } from './helpers/onnx-builder.js';
-import {
-  BATCHES,
-  compareWithOrt,
-  compileBytes,
-  expectClose,
-  randomFloats,
-  randomInts,
-  rng,
-  runOrt,
-} from './tabular-executor-support.js';
+import { rng } from './helpers/random.js';
+import { randomFloats, randomInts } from './helpers/tabular-data.js';
+import { BATCHES, compareWithOrt, compileBytes, expectClose, runOrt } from './helpers/tabular-executor.js';
 
 // ---- a random forest, written out in each operator's attribute form ----
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { deriveFeatures } from '../src/tabular/onnx/features.js';
-import { findOperator, normalize, UnsupportedOperatorError, validateSupported } from '../src/tabular/onnx/operators.js';
+import { findOperator, normalize, UnsupportedOperatorError, validateSupported } from '../src/tabular/onnx/index.js';
 import { parseOnnxModel, parseTensorProto, qualifiedOpType } from '../src/tabular/onnx/parse.js';
 import type { OnnxModel, OnnxTensor } from '../src/tabular/onnx/types.js';
 

@@ -9,7 +9,7 @@ import {
   SUPPORTED_OPSETS,
   UnsupportedOperatorError,
   validateSupported,
-} from '../src/tabular/onnx/operators.js';
+} from '../src/tabular/onnx/index.js';
 import { OnnxModelError, parseOnnxModel } from '../src/tabular/onnx/parse.js';
 import type { NormalizedModel, NormalizedNode, OnnxModel } from '../src/tabular/onnx/types.js';
 import {

@@ -13,6 +13,7 @@ import {
   treeRegressorModel,
   type TensorInit,
 } from './helpers/onnx-builder.js';
+import { rng } from './helpers/random.js';
 
 function parseError(bytes: Uint8Array): OnnxModelError {
   try {
@@ -40,11 +41,8 @@ function relu(extra: (b: ModelBuilder) => void = () => {}, opsets?: Record<strin
 
 /** Deterministic pseudo-random bytes. */
 function randomBytes(n: number, seed: number): Uint8Array {
-  let s = seed;
-  return Uint8Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
-    return s >>> 24;
-  });
+  const r = rng(seed);
+  return Uint8Array.from({ length: n }, () => Math.floor(r() * 256));
 }
 
 describe('parseOnnxModel', () => {
@@ -503,6 +501,7 @@ describe('parseOnnxModel refusals', () => {
 
   it('never lets a protobufjs error through unwrapped', () => {
     const base = treeRegressorModel().toBytes();
+    let refused = 0;
     for (let cut = 1; cut < base.length; cut += 7) {
       let err: unknown;
       try {
@@ -510,8 +509,13 @@ describe('parseOnnxModel refusals', () => {
       } catch (e) {
         err = e;
       }
-      if (err !== undefined) expect(err).toBeInstanceOf(OnnxModelError);
+      if (err !== undefined) {
+        expect(err).toBeInstanceOf(OnnxModelError);
+        refused++;
+      }
     }
+    // A cut can leave a shorter but valid message; most cuts must be refused all the same.
+    expect(refused).toBeGreaterThan(60);
     for (let seed = 1; seed <= 200; seed++) {
       let err: unknown;
       try {

@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, rng, type Api } from './helpers/api.js';
+import { apiClient, type Api } from './helpers/api.js';
+import { rng } from './helpers/random.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
 
 let host: TestHost;

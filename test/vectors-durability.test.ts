@@ -7,7 +7,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../src/auth/api-keys.js';
 import { openDatabase } from '../src/store/database.js';
-import { apiClient, rng, type Api } from './helpers/api.js';
+import { apiClient, type Api } from './helpers/api.js';
+import { rng } from './helpers/random.js';
 import { spawnHost, type ChildHost } from './helpers/child-host.js';
 import { tempDir } from './helpers/paths.js';
 

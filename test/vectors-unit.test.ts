@@ -8,11 +8,11 @@ import { ApiError } from '../src/errors.js';
 import { openDatabase } from '../src/store/database.js';
 import { findCheckpoint, writeCheckpoint } from '../src/vectors/checkpoint.js';
 import { exactDistance, float32ToNumber, fromSpace } from '../src/vectors/distance.js';
-import { VectorEngine, type LogFn } from '../src/vectors/engine.js';
+import { VectorEngine } from '../src/vectors/engine.js';
 import { compileFilter, parseFilter } from '../src/vectors/filter.js';
 import { Partition, type ApplyJob } from '../src/vectors/partition.js';
-import type { NewCollection, WorkerSettings } from '../src/vectors/types.js';
-import { rng } from './helpers/api.js';
+import type { LogFn, NewCollection, WorkerSettings } from '../src/vectors/types.js';
+import { rng } from './helpers/random.js';
 import { tempDir } from './helpers/paths.js';
 
 function filterError(value: unknown): { message: string; param: string | null } {

@@ -1,5 +1,5 @@
-// Loads the native addon (native/, built by binding.gyp or CMakeLists.txt) and describes its
-// surface. The search order is:
+// Loads the native addon (native/, built by binding.gyp or CMakeLists.txt); its exports are
+// typed in surface.ts. The search order is:
 //   1. env PLATFORM_ADDON_PATH, when set: only that file;
 //   2. build-cuda/Release/platform.node (`npm run build:cuda`), when present and loadable;
 //   3. build/Release/platform.node (`npm install` / `npm run build:native`).
@@ -10,115 +10,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export type SimdLevel = 'scalar' | 'neon' | 'avx2' | 'avx512';
-
-/** Per-call engine options accepted by every kernel entry point. */
-export interface NativeCallOptions {
-  /** Run at this SIMD level, or the best supported one below it. Default: engineInfo().simd.active. */
-  simd?: SimdLevel;
-  /** Threads for this call; 0 or absent means engineInfo().threads. At most 256. */
-  threads?: number;
-}
-
-export interface CudaDeviceInfo {
-  name: string;
-  /** Bytes of device memory. */
-  totalMemory: number;
-  /** "major.minor", e.g. "9.0". */
-  computeCapability: string;
-}
-
-export interface EngineInfo {
-  version: string;
-  simd: {
-    /** Best level this CPU and OS support. */
-    detected: SimdLevel;
-    /** Level used when a call does not say: detected, lowered by env PLATFORM_SIMD. */
-    active: SimdLevel;
-    /** Every supported level, ascending. */
-    available: SimdLevel[];
-    /** Present when PLATFORM_SIMD holds an unknown value (which is then ignored). */
-    warning?: string;
-  };
-  /** Default thread count: env PLATFORM_THREADS or the number of hardware threads. */
-  threads: number;
-  cuda: {
-    /** Whether this addon was built with the CUDA backend (npm run build:cuda). */
-    built: boolean;
-    devices: CudaDeviceInfo[];
-    /** Why devices could not be listed (no driver, no device), or null. */
-    error: string | null;
-  };
-}
-
-/**
- * The raw addon. Matrices are row-major Float32Arrays with leading dimensions (BLAS style);
- * every argument is validated natively and bad input throws TypeError or RangeError.
- * Outputs are written in place and also returned.
- */
-export interface NativeAddon {
-  engineInfo(): EngineInfo;
-  /** C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C (beta 0: C is not read). */
-  gemmF32(
-    transA: boolean,
-    transB: boolean,
-    m: number,
-    n: number,
-    k: number,
-    alpha: number,
-    a: Float32Array,
-    lda: number,
-    b: Float32Array,
-    ldb: number,
-    beta: number,
-    c: Float32Array,
-    ldc: number,
-    options?: NativeCallOptions,
-  ): Float32Array;
-  /** gemmF32 on a libuv worker thread; resolves with c. */
-  gemmF32Async(
-    transA: boolean,
-    transB: boolean,
-    m: number,
-    n: number,
-    k: number,
-    alpha: number,
-    a: Float32Array,
-    lda: number,
-    b: Float32Array,
-    ldb: number,
-    beta: number,
-    c: Float32Array,
-    ldc: number,
-    options?: NativeCallOptions,
-  ): Promise<Float32Array>;
-  /** y = alpha * op(A) x + beta * y, A stored [m,n] (beta 0: y is not read). */
-  gemvF32(
-    transA: boolean,
-    m: number,
-    n: number,
-    alpha: number,
-    a: Float32Array,
-    lda: number,
-    x: Float32Array,
-    beta: number,
-    y: Float32Array,
-    options?: NativeCallOptions,
-  ): Float32Array;
-  /** gemvF32 on a libuv worker thread; resolves with y. */
-  gemvF32Async(
-    transA: boolean,
-    m: number,
-    n: number,
-    alpha: number,
-    a: Float32Array,
-    lda: number,
-    x: Float32Array,
-    beta: number,
-    y: Float32Array,
-    options?: NativeCallOptions,
-  ): Promise<Float32Array>;
-}
+import { NATIVE_EXPORTS, type NativeAddon } from './surface.js';
 
 export interface AddonLoadAttempt {
   path: string;
@@ -139,7 +31,6 @@ export class AddonLoadError extends Error {
 export const CPU_ADDON = 'build/Release/platform.node';
 export const CUDA_ADDON = 'build-cuda/Release/platform.node';
 const BUILD_FIX = 'run "npm run build:native"';
-const REQUIRED_EXPORTS = ['engineInfo', 'gemmF32', 'gemmF32Async', 'gemvF32', 'gemvF32Async'];
 
 /** The directory holding this package's package.json (searched upwards from this file). */
 export function packageRoot(): string {
@@ -176,9 +67,7 @@ function tryLoad(file: string): NativeAddon | string {
   } catch (error) {
     return firstLine(error);
   }
-  const missing = REQUIRED_EXPORTS.filter(
-    (name) => typeof (mod as Record<string, unknown> | null)?.[name] !== 'function',
-  );
+  const missing = NATIVE_EXPORTS.filter((name) => (mod as Record<string, unknown> | null)?.[name] === undefined);
   if (missing.length > 0) return `${file} does not export ${missing.join(', ')}`;
   const addon = mod as NativeAddon;
   loaded.set(file, addon);

@@ -1,7 +1,8 @@
 // Whether this host can run work on CUDA device 0, from what the native addon reports about
 // itself (engineInfo().cuda). One answer for every part of the host that offers `--instance-type
 // cuda`, so that a refusal always gives the same reason.
-import { loadAddon, type EngineInfo } from './addon.js';
+import { loadAddon } from './addon.js';
+import type { EngineInfo } from './surface.js';
 
 /**
  * Why `cuda` is not available here, or null when it is:

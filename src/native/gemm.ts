@@ -10,9 +10,9 @@
 //   gemv: y = alpha * op(A) x + beta * y, A stored [m,n] (lda >= n);
 //         x has n elements and y has m (x has m and y has n when transA).
 // beta == 0 means the output is only written, never read (NaNs in it do not propagate).
-import { loadAddon, type EngineInfo, type NativeCallOptions, type SimdLevel } from './addon.js';
+import { loadAddon } from './addon.js';
+import type { EngineInfo, NativeCallOptions, SimdLevel } from './surface.js';
 
-export type { EngineInfo, NativeCallOptions, SimdLevel } from './addon.js';
 
 export interface GemmOptions extends NativeCallOptions {
   transA?: boolean;

@@ -2,7 +2,8 @@
 // A request waits at most `maxWaitMicros` for company, and a batch never exceeds `maxBatchRows`
 // (a single larger request runs alone). While `maxInFlight` calls are running, new requests
 // queue up, so batches grow with load instead of calls piling up on the engine's threads.
-import { concatRows, sliceRows, type HostTensor, type OutputTensor } from './tensors.js';
+import type { TabularInput, TabularOutput } from '../tabular/executor/index.js';
+import { concatRows, sliceRows } from './batch-rows.js';
 
 export interface BatcherOptions {
   maxBatchRows: number;
@@ -10,12 +11,12 @@ export interface BatcherOptions {
   maxInFlight: number;
 }
 
-export type RunBatch = (inputs: HostTensor[]) => Promise<OutputTensor[]>;
+export type RunBatch = (inputs: TabularInput[]) => Promise<TabularOutput[]>;
 
 interface Pending {
-  inputs: HostTensor[];
+  inputs: TabularInput[];
   rows: number;
-  resolve: (outputs: OutputTensor[]) => void;
+  resolve: (outputs: TabularOutput[]) => void;
   reject: (err: unknown) => void;
 }
 
@@ -36,7 +37,7 @@ export class Batcher {
     this.options = { ...options };
   }
 
-  submit(inputs: HostTensor[], rows: number): Promise<OutputTensor[]> {
+  submit(inputs: TabularInput[], rows: number): Promise<TabularOutput[]> {
     return new Promise((resolve, reject) => {
       this.queue.push({ inputs, rows, resolve, reject });
       this.queuedRows += rows;
@@ -96,7 +97,7 @@ export class Batcher {
       await this.run(only.inputs).then(only.resolve, only.reject);
       return;
     }
-    let outputs: OutputTensor[];
+    let outputs: TabularOutput[];
     try {
       const joined = batch[0]!.inputs.map((_, i) => concatRows(batch.map((p) => p.inputs[i]!)));
       outputs = await this.run(joined);

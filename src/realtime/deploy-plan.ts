@@ -2,7 +2,7 @@
 // server before anything changes: each fault is a 400 naming the rule and the field. The result
 // is the complete TrafficConfig that goes live if the builds load.
 import { invalidArgument } from '../errors.js';
-import { DEFAULT_VARIATION, variationNameProblem } from './names.js';
+import { DEFAULT_VARIATION, variationNameProblem } from '../models/names.js';
 import { mentionedVariations, soleVariation, type AudienceRouting, type BatchingOverride, type InstanceType, type RouteConfig, type TrafficConfig } from './traffic.js';
 
 /** The audiences section as sent (the deploy file's `realtime.audiences`), not yet checked. */

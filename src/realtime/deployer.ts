@@ -5,11 +5,11 @@
 // serving, so a deployment never drops a request, and a refused one changes nothing.
 import type { FastifyBaseLogger } from 'fastify';
 import { conflict, invalidArgument, notFound } from '../errors.js';
+import type { ModelRecord, ModelStore } from '../models/store.js';
 import type { AudienceStore } from './audiences.js';
 import type { BuildStore } from './builds.js';
 import { planDeployment, planUndeploy, type RawAudiences } from './deploy-plan.js';
 import type { DeploymentAction, DeploymentRecord, DeploymentStore } from './deployments.js';
-import type { ModelRecord, ModelStore } from './models.js';
 import type { RealtimeRegistry } from './registry.js';
 import type { BatchingOverride, InstanceType, TrafficConfig } from './traffic.js';
 

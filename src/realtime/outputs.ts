@@ -2,19 +2,23 @@
 // order, mapping each output name to its value. A [N] or [N, 1] output gives a scalar, [N, K] an
 // array, and a ZipMap output (a classifier's probabilities) an object from class label to value.
 import type { FeatureSchema } from '../tabular/onnx/index.js';
-import { rowSize, type OutputTensor } from './tensors.js';
+import type { TabularOutput } from '../tabular/executor/index.js';
+import { rowSize } from './batch-rows.js';
 
 type Json = number | string | null | Json[] | { [key: string]: Json };
 
-function scalar(data: OutputTensor['data'], i: number): Json {
+/** One input row's answer: each output name mapped to a scalar, an array or a label -> value map. */
+export type PredictRow = Record<string, Json>;
+
+function scalar(data: TabularOutput['data'], i: number): Json {
   const v = data[i];
   if (typeof v === 'bigint') return Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
   if (typeof v === 'number') return Number.isFinite(v) ? v : null;
   return v ?? null;
 }
 
-export function outputsToRows(schema: FeatureSchema, outputs: OutputTensor[], rows: number): Array<Record<string, Json>> {
-  const result: Array<Record<string, Json>> = Array.from({ length: rows }, () => ({}));
+export function outputsToRows(schema: FeatureSchema, outputs: TabularOutput[], rows: number): PredictRow[] {
+  const result: PredictRow[] = Array.from({ length: rows }, () => ({}));
   outputs.forEach((out, k) => {
     const name = schema.outputs[k]?.name ?? out.name;
     const size = rowSize(out.dims);

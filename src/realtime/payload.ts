@@ -4,7 +4,7 @@
 // null is a missing value (NaN) for float features, which trees and imputers understand.
 import { invalidArgument } from '../errors.js';
 import type { FeatureSchema } from '../tabular/onnx/index.js';
-import type { HostTensor, TensorData } from './tensors.js';
+import type { TabularInput, TabularInputData } from '../tabular/executor/index.js';
 
 export interface FeaturePayload {
   columns: string[];
@@ -45,7 +45,7 @@ function toText(value: Cell, where: () => string): string {
   throw invalidArgument(`${where()} is ${describe(value)}, not a string`, 'data');
 }
 
-export function payloadToInputs(schema: FeatureSchema, payload: FeaturePayload): { inputs: HostTensor[]; rows: number } {
+export function payloadToInputs(schema: FeatureSchema, payload: FeaturePayload): { inputs: TabularInput[]; rows: number } {
   const { columns, data, index } = payload;
   const rows = data.length;
   if (rows === 0) throw invalidArgument('data has no rows', 'data');
@@ -74,11 +74,11 @@ export function payloadToInputs(schema: FeatureSchema, payload: FeaturePayload):
     }
   });
 
-  const inputs = schema.inputs.map((input): HostTensor => {
+  const inputs = schema.inputs.map((input): TabularInput => {
     const width = input.width;
     const dims = input.rank === 1 ? [rows] : [rows, ...new Array<number>(input.rank - 2).fill(1), width];
     const size = rows * width;
-    let data: TensorData;
+    let data: TabularInputData;
     switch (input.elemType) {
       case 'float':
         data = new Float32Array(size);

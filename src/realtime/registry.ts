@@ -3,9 +3,10 @@
 // (build, instance type), so a redeploy that keeps a build on the same instance type does not
 // recompile it, a change of instance type loads a second copy on the new backend while the first
 // serves, and a build is freed when nothing uses it.
+import { compileTabularModel } from '../tabular/executor/index.js';
 import type { BuildStore } from './builds.js';
 import type { BatcherOptions } from './batcher.js';
-import { LoadedBuild, type CompileModel } from './loaded-build.js';
+import { LoadedBuild } from './loaded-build.js';
 import { instanceTypeOf, type InstanceType, type TrafficConfig } from './traffic.js';
 
 /** The registry's key for a build compiled for an instance type. */
@@ -23,7 +24,6 @@ export class RealtimeRegistry {
 
   constructor(
     private readonly builds: BuildStore,
-    private readonly compile: CompileModel,
     private readonly batching: BatcherOptions,
     private readonly onBatch?: (buildId: string, rows: number, requests: number) => void,
   ) {}
@@ -82,8 +82,9 @@ export class RealtimeRegistry {
     }
     const build = Promise.resolve().then(() => {
       const prepared = this.builds.prepare(buildId);
-      const compiled = this.compile(prepared.model, { instanceType });
-      return new LoadedBuild(buildId, instanceType, prepared.schema, compiled, this.batching, (rows, requests) => this.onBatch?.(buildId, rows, requests));
+      // cuda: float Gemm / MatMul on CUDA device 0 for large batches; throws when unavailable.
+      const model = compileTabularModel(prepared.model, { device: instanceType });
+      return new LoadedBuild(buildId, instanceType, prepared.schema, model, this.batching, (rows, requests) => this.onBatch?.(buildId, rows, requests));
     });
     this.loaded.set(key, { build, refs: 1 });
     // A build that failed to load is forgotten, so that a later deploy tries again.

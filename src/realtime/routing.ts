@@ -1,7 +1,7 @@
 // Which variation answers a predict request (DESIGN.md section 4): audiences are tried in the
 // deployment's order; the first whose conditions hold picks a non-shadow route at random by
 // weight, and, with the shadow's probability, a shadow variation for a copy. A request that
-// matches no audience goes to the fallback.
+// matches no audience goes to the fallback; one whose path names a variation goes there.
 import type { HeaderPredicate, Headers } from './conditions.js';
 import type { TrafficConfig } from './traffic.js';
 
@@ -38,4 +38,16 @@ export function chooseRoute(
   }
   if (traffic.fallbackVariation === null) return undefined;
   return { variation: traffic.fallbackVariation, audienceId: null, shadow: null };
+}
+
+/** The route of a request whose path may name a variation: that one (no split, no shadow), or chooseRoute's pick. */
+export function routeRequest(
+  traffic: TrafficConfig,
+  pathVariation: string | undefined,
+  headers: Headers,
+  predicate: (audienceId: string) => HeaderPredicate,
+  random: () => number = Math.random,
+): RouteChoice | undefined {
+  if (pathVariation !== undefined) return { variation: pathVariation, audienceId: null, shadow: null };
+  return chooseRoute(traffic, headers, predicate, random);
 }

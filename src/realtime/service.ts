@@ -1,16 +1,17 @@
-// The realtime half of the platform, assembled: stores, the live registry, the deployer, the
-// request log and the shadow dispatcher, built once per app and closed with it.
+// The realtime half of the platform, assembled: the control plane (stores, the live registry, the
+// deployer) and the predict service with its request log, shadow dispatcher and metrics, built
+// once per app and closed with it.
 import type { FastifyBaseLogger } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
 import type { Config } from '../config.js';
+import { ModelStore } from '../models/store.js';
 import type { Db } from '../store/database.js';
 import { AudienceStore } from './audiences.js';
 import { BuildStore } from './builds.js';
 import { Deployer } from './deployer.js';
 import { DeploymentStore } from './deployments.js';
-import type { CompileModel } from './loaded-build.js';
 import { createPredictMetrics, type PredictMetrics } from './metrics.js';
-import { ModelStore } from './models.js';
+import { PredictService } from './predict.js';
 import { RealtimeRegistry } from './registry.js';
 import { RequestLog } from './request-log.js';
 import { ShadowDispatcher } from './shadow.js';
@@ -22,6 +23,7 @@ export interface Realtime {
   audiences: AudienceStore;
   registry: RealtimeRegistry;
   deployer: Deployer;
+  predict: PredictService;
   requestLog: RequestLog;
   shadows: ShadowDispatcher;
   metrics: PredictMetrics;
@@ -34,7 +36,6 @@ export async function createRealtime(opts: {
   clock: () => number;
   metrics: Registry;
   log: FastifyBaseLogger;
-  compile: CompileModel;
   /** Why instance type cuda is unavailable on this host (src/native/cuda-availability.ts), or null. */
   cudaUnavailable: () => string | null;
 }): Promise<Realtime> {
@@ -44,11 +45,12 @@ export async function createRealtime(opts: {
   const deployments = new DeploymentStore(db, clock);
   const audiences = new AudienceStore(db, () => deployments.audiencesInUse(), clock);
   const metrics = createPredictMetrics(opts.metrics);
-  const registry = new RealtimeRegistry(builds, opts.compile, config.batching, (buildId, rows) => metrics.batchRows.observe({ build: buildId }, rows));
+  const registry = new RealtimeRegistry(builds, config.batching, (buildId, rows) => metrics.batchRows.observe({ build: buildId }, rows));
   const deployer = new Deployer(models, builds, deployments, audiences, registry, opts.log, opts.cudaUnavailable);
   const requestLog = new RequestLog(config.dataDir, config.requestLogMaxRows);
   const dropped = new Counter({ name: 'shadow_requests_dropped_total', help: 'Shadow copies dropped because the shadow queue was full', registers: [opts.metrics] });
   const shadows = new ShadowDispatcher(config.shadow, () => dropped.inc());
+  const predict = new PredictService({ models, deployments, audiences, registry, metrics, requestLog, shadows });
   await deployer.restore();
   return {
     models,
@@ -57,6 +59,7 @@ export async function createRealtime(opts: {
     audiences,
     registry,
     deployer,
+    predict,
     requestLog,
     shadows,
     metrics,

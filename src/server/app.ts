@@ -17,27 +17,23 @@ import { engineRoutes } from './routes/engine.js';
 import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
 import { tokenRoutes } from './routes/token.js';
-import { validatorCompiler } from './validation.js';
+import { validatorCompiler } from '../validation.js';
 import { VectorService } from '../vectors/service.js';
 import { vectorRoutes } from './routes/vectors.js';
-import type { CompileModel } from '../realtime/loaded-build.js';
 import { createRealtime, type Realtime } from '../realtime/service.js';
+import type { EngineInfo } from '../native/surface.js';
 import { cudaUnavailableReason } from '../native/cuda-availability.js';
 import { LibraryService } from '../llm/library/service.js';
 import { LlmMetrics } from '../llm/metrics.js';
 import { chatRoutes } from './routes/chat.js';
 import { libraryRoutes } from './routes/library.js';
-
-// The LLM engine runs on the CPU only until the CUDA backend lands (issue 8).
 import { realtimeRoutes } from './routes/realtime.js';
 
 export interface AppDeps {
   config: Config;
   db: Db;
   /** What the native engine reports about itself. */
-  engineInfo: () => object;
-  /** Compiles a normalised ONNX model with the native tabular executor. */
-  compileTabular: CompileModel;
+  engineInfo: () => EngineInfo;
   /** Milliseconds since the epoch; tests inject a clock to expire tokens. */
   clock?: () => number;
   /** Where logs go; defaults to stdout. */
@@ -102,7 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const metrics = createMetricsRegistry();
   instrumentRequests(server, metrics);
 
-  const realtime = await createRealtime({ db, config, clock, metrics, log: server.log, compile: deps.compileTabular, cudaUnavailable: () => cudaUnavailableReason() });
+  const realtime = await createRealtime({ db, config, clock, metrics, log: server.log, cudaUnavailable: () => cudaUnavailableReason() });
   server.addHook('onClose', () => realtime.close());
   const vectors = new VectorService(db, config.vectors, config.dataDir, server.log);
   server.addHook('onClose', () => vectors.close());

@@ -3,7 +3,7 @@
 // which becomes a bare 500 whose details go only to the log, under the request id.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode } from '../errors.js';
-import { describeValidationError } from './validation.js';
+import { describeValidationError } from '../validation.js';
 
 function fromFastify(err: FastifyError, request: FastifyRequest, bodyLimit: number): ApiError | undefined {
   if (err.validation && err.validation.length > 0) {

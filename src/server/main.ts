@@ -5,7 +5,6 @@ import { loadConfig, ConfigError } from '../config.js';
 import { loadAddon, AddonLoadError } from '../native/addon.js';
 import { openDatabase, type Db } from '../store/database.js';
 import { buildApp } from './app.js';
-import { compileWithNativeExecutor } from '../realtime/native-compile.js';
 
 function fail(message: string, code: number): never {
   process.stderr.write(`platform: ${message}\n`);
@@ -40,7 +39,6 @@ async function main(): Promise<void> {
     config,
     db,
     engineInfo: () => addon.engineInfo(),
-    compileTabular: compileWithNativeExecutor,
   });
   const { server } = app;
 

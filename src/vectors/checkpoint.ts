@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import type { Hnsw } from './partition.js';
-import type { HnswParams, Metric } from './types.js';
+import type { CollectionRecord, HnswParams, Metric } from './types.js';
 
 export const CHECKPOINT_FORMAT = 1;
 
@@ -38,6 +38,23 @@ export interface PartitionIdentity {
   metric: Metric;
   dimension: number;
   hnsw: HnswParams;
+}
+
+export function partitionIdentity(record: CollectionRecord, tenant: string): PartitionIdentity {
+  return { collectionId: record.id, tenant, metric: record.metric, dimension: record.dimension, hnsw: record.hnsw };
+}
+
+/** The meta fields that must match the partition for its checkpoint to be loaded. */
+function identityMeta(id: PartitionIdentity): Pick<CheckpointMeta, 'format' | 'collectionId' | 'tenant' | 'metric' | 'dimension' | 'm' | 'efConstruction'> {
+  return {
+    format: CHECKPOINT_FORMAT,
+    collectionId: id.collectionId,
+    tenant: id.tenant,
+    metric: id.metric,
+    dimension: id.dimension,
+    m: id.hnsw.m,
+    efConstruction: id.hnsw.efConstruction,
+  };
 }
 
 export const collectionDir = (root: string, collectionId: number) => path.join(root, String(collectionId));
@@ -90,13 +107,7 @@ export function writeCheckpoint(root: string, id: PartitionIdentity, index: Hnsw
 
   const previous = readMetaFile(dir, id.tenant);
   const meta: CheckpointMeta = {
-    format: CHECKPOINT_FORMAT,
-    collectionId: id.collectionId,
-    tenant: id.tenant,
-    metric: id.metric,
-    dimension: id.dimension,
-    m: id.hnsw.m,
-    efConstruction: id.hnsw.efConstruction,
+    ...identityMeta(id),
     seq,
     file,
     bytes,
@@ -130,16 +141,7 @@ export function findCheckpoint(root: string, id: PartitionIdentity): CheckpointC
   if (!fs.existsSync(metaPath)) return { ok: false, reason: 'no checkpoint' };
   const meta = readMetaFile(dir, id.tenant);
   if (!meta || typeof meta !== 'object') return { ok: false, reason: 'the checkpoint description is unreadable' };
-  const expected: Partial<CheckpointMeta> = {
-    format: CHECKPOINT_FORMAT,
-    collectionId: id.collectionId,
-    tenant: id.tenant,
-    metric: id.metric,
-    dimension: id.dimension,
-    m: id.hnsw.m,
-    efConstruction: id.hnsw.efConstruction,
-  };
-  for (const [k, v] of Object.entries(expected)) {
+  for (const [k, v] of Object.entries(identityMeta(id))) {
     if (meta[k as keyof CheckpointMeta] !== v) return { ok: false, reason: `the checkpoint was made with another ${k}` };
   }
   if (typeof meta.file !== 'string' || meta.file.includes('/') || !Number.isInteger(meta.seq)) {

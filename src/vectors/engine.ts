@@ -9,17 +9,19 @@
 //
 // Checkpoints: a partition's graph is written (checkpoint.ts) after checkpointChanges changes or
 // checkpointIdleMs without writes, on close, and after a load that had to replay or rebuild.
+// Loading (checkpoint plus replay, or a rebuild) is recovery.ts; the SQL is tables.ts.
 import fs from 'node:fs';
-import Database from 'better-sqlite3';
-import { collectionDir, findCheckpoint, removeCheckpoint, sweepCollectionDir, sweepRoot, writeCheckpoint } from './checkpoint.js';
-import { SPACE } from './distance.js';
-import { Partition, type ApplyJob, type Hnsw, type ReadJob } from './partition.js';
-import hnswlib from 'hnswlib-node';
+import type Database from 'better-sqlite3';
+import { collectionDir, partitionIdentity, removeCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { Partition, type ApplyJob, type ReadJob } from './partition.js';
+import { recoverCollections, type CollectionState } from './recovery.js';
 import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
+import { openWorkerDatabase, prepareStatements, type VectorStatements } from './tables.js';
 import {
   VectorStoreError,
   type CollectionRecord,
   type IndexStats,
+  type LogFn,
   type NewCollection,
   type Properties,
   type SampledVector,
@@ -34,21 +36,8 @@ import {
 /** Longest stretch of graph work between two looks at the message queue. */
 const SLICE_MS = 8;
 
-export type LogFn = (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
-
-interface CollectionState {
-  record: CollectionRecord;
-  partitions: Map<string, Partition>;
-  lastSeq: number;
-}
-
-interface VectorRow {
-  id: string;
-  label: number;
-  seq: number;
-  properties: string;
-  vec: Buffer | null;
-}
+/** The vectors of an apply job that only deletes. */
+const NO_VALUES = new Float32Array(0);
 
 export class VectorEngine {
   private readonly db: Database.Database;
@@ -57,7 +46,7 @@ export class VectorEngine {
   private pumpScheduled = false;
   private waiters: Array<{ ready: () => boolean; resolve: () => void }> = [];
   private closed = false;
-  private readonly stmt;
+  private readonly sql: VectorStatements;
 
   constructor(
     private readonly settings: WorkerSettings,
@@ -65,154 +54,13 @@ export class VectorEngine {
     /** Told when graph work starts and stops (the index worker lowers its priority meanwhile). */
     private readonly setBulk: (bulk: boolean) => void = () => undefined,
   ) {
-    this.db = new Database(settings.dbPath);
-    this.db.pragma('synchronous = FULL');
-    this.db.pragma('foreign_keys = ON');
-    this.db.pragma('busy_timeout = 5000');
-    this.stmt = {
-      insertCollection: this.db.prepare(
-        `INSERT INTO vector_collections (name, dimension, metric, description, multi_tenant, hnsw_m, ef_construction, ef_search, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      ),
-      collections: this.db.prepare('SELECT * FROM vector_collections ORDER BY id'),
-      tenants: this.db.prepare('SELECT DISTINCT tenant FROM vectors WHERE collection_id = ?').pluck(),
-      countPartition: this.db.prepare('SELECT count(*) FROM vectors WHERE collection_id = ? AND tenant = ?').pluck(),
-      loadPartition: this.db.prepare(
-        `SELECT id, label, seq, properties, CASE WHEN seq > ? THEN vec END AS vec
-         FROM vectors WHERE collection_id = ? AND tenant = ?`,
-      ),
-      upsert: this.db.prepare(
-        `INSERT INTO vectors (collection_id, tenant, id, label, seq, vec, properties) VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (collection_id, tenant, id) DO UPDATE
-         SET label = excluded.label, seq = excluded.seq, vec = excluded.vec, properties = excluded.properties`,
-      ),
-      deleteVector: this.db.prepare('DELETE FROM vectors WHERE collection_id = ? AND tenant = ? AND id = ?'),
-      bump: this.db.prepare('UPDATE vector_collections SET last_seq = ?, vector_count = vector_count + ? WHERE id = ?'),
-      vec: this.db.prepare('SELECT vec FROM vectors WHERE collection_id = ? AND tenant = ? AND id = ?').pluck(),
-      dropVectors: this.db.prepare('DELETE FROM vectors WHERE collection_id = ?'),
-      dropCollection: this.db.prepare('DELETE FROM vector_collections WHERE id = ?'),
-    };
+    this.db = openWorkerDatabase(settings.dbPath);
+    this.sql = prepareStatements(this.db);
   }
 
-  // ---- start-up ----
-
-  /** Loads every collection's partitions: checkpoint plus replay, or a rebuild. */
+  /** Loads every collection's partitions (recovery.ts): checkpoint plus replay, or a rebuild. */
   load(): void {
-    fs.mkdirSync(this.settings.indexDir, { recursive: true, mode: 0o700 });
-    const rows = this.stmt.collections.all() as CollectionRow[];
-    for (const row of rows) {
-      const state: CollectionState = { record: collectionFromRow(row), partitions: new Map(), lastSeq: row.last_seq };
-      this.collections.set(row.id, state);
-      const tenants = this.stmt.tenants.all(row.id) as string[];
-      for (const tenant of tenants) state.partitions.set(tenant, this.loadPartition(state, tenant));
-      sweepCollectionDir(this.settings.indexDir, row.id, tenants);
-    }
-    sweepRoot(this.settings.indexDir, this.collections.keys());
-  }
-
-  private loadPartition(c: CollectionState, tenant: string): Partition {
-    const { record } = c;
-    const started = performance.now();
-    const identity = { collectionId: record.id, tenant, metric: record.metric, dimension: record.dimension, hnsw: record.hnsw };
-    const where = `vector collection "${record.name}"${record.multiTenant ? ` tenant ${JSON.stringify(tenant)}` : ''}`;
-    const found = findCheckpoint(this.settings.indexDir, identity);
-    let reason = found.ok ? '' : found.reason;
-    let partition: Partition | undefined;
-    let replayed = 0;
-    if (found.ok) {
-      try {
-        const index = new hnswlib.HierarchicalNSW(SPACE[record.metric], record.dimension);
-        index.readIndexSync(found.file, true);
-        const loaded = this.fillPartition(c, tenant, index, found.meta.seq);
-        if (loaded) {
-          partition = loaded.partition;
-          replayed = loaded.replayed;
-        } else reason = 'the index does not match the stored vectors';
-      } catch (err) {
-        reason = `hnswlib could not read the index file (${(err as Error).message})`;
-      }
-    }
-    if (partition) {
-      if (replayed > 0) this.log('info', `${where}: loaded its index checkpoint and replayed ${replayed} newer changes`);
-    } else {
-      partition = this.fillPartition(c, tenant, undefined, -1)!.partition;
-      const ms = Math.round(performance.now() - started);
-      if (found.ok || reason !== 'no checkpoint' || partition.size > 0) {
-        this.log('warn', `${where}: rebuilt its index from ${partition.size} stored vectors in ${ms} ms (${reason})`, {
-          collection: record.name,
-          vectors: partition.size,
-          ms,
-        });
-      }
-    }
-    if (partition.dirty > 0) this.checkpoint(partition);
-    return partition;
-  }
-
-  /**
-   * Builds a partition's committed state from SQLite and brings the graph up to date: with a
-   * checkpointed graph, rows newer than `since` are added and labels no longer stored are
-   * tombstoned; without one, every row is added. Undefined when the checkpoint disagrees with
-   * the rows (a live row it should hold is missing), so the caller rebuilds.
-   */
-  private fillPartition(c: CollectionState, tenant: string, index: Hnsw | undefined, since: number) {
-    const { record } = c;
-    let graph = index;
-    if (!graph) {
-      const count = this.stmt.countPartition.get(record.id, tenant) as number;
-      graph = new hnswlib.HierarchicalNSW(SPACE[record.metric], record.dimension);
-      graph.initIndex({
-        maxElements: Math.max(1024, Math.ceil(count * 1.1)),
-        m: record.hnsw.m,
-        efConstruction: record.hnsw.efConstruction,
-        randomSeed: 100,
-        allowReplaceDeleted: true,
-      });
-    }
-    const p = new Partition(record.id, tenant, record.metric, record.dimension, record.hnsw, graph);
-    const inGraph = index ? new Set(index.getIdsList()) : new Set<number>();
-    let old = 0;
-    let replayed = 0;
-    let maxSeq = Math.max(0, since);
-    // Rebuilding, points go into the fresh graph as they are read. Replaying, they wait until the
-    // stale labels are tombstoned, so that they can take over those slots (and the graph's room
-    // is counted right); there are at most the changes since the checkpoint.
-    const batch: Array<{ label: number; values: Float32Array }> = [];
-    for (const row of this.stmt.loadPartition.iterate(since, record.id, tenant) as IterableIterator<VectorRow>) {
-      p.commitPut(row.id, row.label, JSON.parse(row.properties) as Properties);
-      if (row.seq > maxSeq) maxSeq = row.seq;
-      if (row.vec) {
-        if (inGraph.has(row.label)) return undefined;
-        batch.push({ label: row.label, values: blobToFloats(row.vec) });
-        if (!index && batch.length >= 1024) {
-          p.bulkAdd(batch);
-          replayed += batch.length;
-          batch.length = 0;
-        }
-      } else {
-        if (!inGraph.has(row.label)) return undefined;
-        old++;
-      }
-    }
-    p.indexLive += old;
-    let tombstoned = 0;
-    for (const label of inGraph) {
-      if (label >= p.nextLabel) p.nextLabel = label + 1;
-      if (!p.labelToId.has(label)) {
-        try {
-          graph.markDelete(label);
-          tombstoned++;
-        } catch {
-          // a tombstone already
-        }
-      }
-    }
-    p.bulkAdd(batch);
-    replayed += batch.length;
-    p.appliedSeq = maxSeq;
-    p.dirty = replayed + tombstoned;
-    p.index.setEf(record.hnsw.ef);
-    return { partition: p, replayed: replayed + tombstoned };
+    recoverCollections({ settings: this.settings, sql: this.sql, log: this.log, checkpoint: (p) => this.checkpoint(p) }, this.collections);
   }
 
   // ---- collections ----
@@ -220,7 +68,7 @@ export class VectorEngine {
   createCollection(spec: NewCollection): CollectionRecord {
     let row: CollectionRow;
     try {
-      row = this.stmt.insertCollection.get(
+      row = this.sql.insertCollection.get(
         spec.name,
         spec.dimension,
         spec.metric,
@@ -258,8 +106,8 @@ export class VectorEngine {
       p.backlog.length = 0;
     }
     this.db.transaction(() => {
-      this.stmt.dropVectors.run(collectionId);
-      this.stmt.dropCollection.run(collectionId);
+      this.sql.dropVectors.run(collectionId);
+      this.sql.dropCollection.run(collectionId);
     })();
     fs.rmSync(collectionDir(this.settings.indexDir, collectionId), { recursive: true, force: true });
     this.checkWaiters();
@@ -301,7 +149,7 @@ export class VectorEngine {
         parts[i] = p;
         labels[i] = p.nextLabel++;
         if (!p.idToLabel.has(id)) added++;
-        this.stmt.upsert.run(
+        this.sql.upsert.run(
           c.record.id,
           p.tenant,
           id,
@@ -311,7 +159,7 @@ export class VectorEngine {
           JSON.stringify(batch.properties[i] ?? {}),
         );
       }
-      this.stmt.bump.run(seq, added, c.record.id);
+      this.sql.updateSeqAndCount.run(seq, added, c.record.id);
     })();
     // Committed: the in-memory state follows, then the graph work is queued.
     const firstSeq = c.lastSeq + 1;
@@ -320,11 +168,7 @@ export class VectorEngine {
     const jobs = new Map<Partition, ApplyJob>();
     for (let i = 0; i < n; i++) {
       const p = parts[i]!;
-      let job = jobs.get(p);
-      if (!job) {
-        job = { kind: 'apply', seq: 0, deletes: [], labels: [], rows: [], values: batch.values, next: 0, deletesDone: false };
-        jobs.set(p, job);
-      }
+      const job = applyJobFor(jobs, p, batch.values);
       const old = p.idToLabel.get(batch.ids[i]!);
       if (old !== undefined) job.deletes.push(old);
       p.commitPut(batch.ids[i]!, labels[i]!, batch.properties[i] ?? {});
@@ -348,21 +192,16 @@ export class VectorEngine {
         const key = `${tenant}\u0000${id}`;
         if (!p || seen.has(key) || !p.idToLabel.has(id)) continue;
         seen.add(key);
-        if (this.stmt.deleteVector.run(c.record.id, tenant, id).changes > 0) removed.push({ p, id });
+        if (this.sql.deleteVector.run(c.record.id, tenant, id).changes > 0) removed.push({ p, id });
       }
-      if (removed.length > 0) this.stmt.bump.run(c.lastSeq, -removed.length, c.record.id);
+      if (removed.length > 0) this.sql.updateSeqAndCount.run(c.lastSeq, -removed.length, c.record.id);
     })();
     c.record.vectorCount -= removed.length;
     const jobs = new Map<Partition, ApplyJob>();
     for (const { p, id } of removed) {
       const label = p.commitDelete(id);
       if (label === undefined) continue;
-      let job = jobs.get(p);
-      if (!job) {
-        job = { kind: 'apply', seq: 0, deletes: [], labels: [], rows: [], values: new Float32Array(0), next: 0, deletesDone: false };
-        jobs.set(p, job);
-      }
-      job.deletes.push(label);
+      applyJobFor(jobs, p, NO_VALUES).deletes.push(label);
     }
     for (const [p, job] of jobs) this.enqueue(p, job, 0);
     return { numDeleted: removed.length };
@@ -414,7 +253,7 @@ export class VectorEngine {
       const hits = found.labels.map((label, i) => {
         const id = p.labelToId.get(label)!;
         const hit: SearchResult['hits'][number] = { id, distance: found.distances[i]! };
-        if (req.includeVector) hit.values = blobToFloats(this.stmt.vec.get(c.record.id, p.tenant, id) as Buffer);
+        if (req.includeVector) hit.values = blobToFloats(this.sql.vec.get(c.record.id, p.tenant, id) as Buffer);
         if (req.properties) hit.properties = project(p.props.get(label)!, req.properties);
         return hit;
       });
@@ -429,7 +268,7 @@ export class VectorEngine {
     return p.sampleLabels(req.count).map((label) => {
       const id = p.labelToId.get(label)!;
       const out: SampledVector = { id, properties: p.props.get(label)! };
-      if (req.includeVector) out.values = blobToFloats(this.stmt.vec.get(c.record.id, p.tenant, id) as Buffer);
+      if (req.includeVector) out.values = blobToFloats(this.sql.vec.get(c.record.id, p.tenant, id) as Buffer);
       return out;
     });
   }
@@ -554,8 +393,7 @@ export class VectorEngine {
       if (p.indexLive === 0 && p.size === 0) {
         removeCheckpoint(this.settings.indexDir, p.collectionId, p.tenant);
       } else {
-        const r = c.record;
-        writeCheckpoint(this.settings.indexDir, { collectionId: r.id, tenant: p.tenant, metric: r.metric, dimension: r.dimension, hnsw: r.hnsw }, p.index, p.appliedSeq);
+        writeCheckpoint(this.settings.indexDir, partitionIdentity(c.record, p.tenant), p.index, p.appliedSeq);
       }
       p.dirty = 0;
     } catch (err) {
@@ -563,6 +401,16 @@ export class VectorEngine {
       this.log('error', `vector collection "${c.record.name}": could not write an index checkpoint: ${(err as Error).message}`);
     }
   }
+}
+
+/** The partition's apply job for one write, started on its first change there. */
+function applyJobFor(jobs: Map<Partition, ApplyJob>, p: Partition, values: Float32Array): ApplyJob {
+  let job = jobs.get(p);
+  if (!job) {
+    job = { kind: 'apply', seq: 0, deletes: [], labels: [], rows: [], values, next: 0, deletesDone: false };
+    jobs.set(p, job);
+  }
+  return job;
 }
 
 function project(props: Properties, names: string[]): Properties {

@@ -9,25 +9,10 @@
 // are strings, numbers, booleans or null; range bounds are all numbers or all strings, and a
 // property of another type never matches a range. parseFilter checks a request's filter on the
 // main thread and names the offending field; compileFilter turns a checked one into a predicate
-// for the index worker.
+// for the index worker. The Filter type is in types.ts, beside the other values the two threads
+// exchange.
 import { invalidArgument } from '../errors.js';
-import type { Properties } from './types.js';
-
-export type Scalar = string | number | boolean | null;
-
-export interface RangeBounds {
-  gt?: number | string;
-  gte?: number | string;
-  lt?: number | string;
-  lte?: number | string;
-}
-
-export type Filter =
-  | { eq: Record<string, Scalar> }
-  | { in: Record<string, Scalar[]> }
-  | { range: Record<string, RangeBounds> }
-  | { and: Filter[] }
-  | { or: Filter[] };
+import type { Filter, Properties, RangeBounds, Scalar } from './types.js';
 
 const OPERATORS = ['eq', 'in', 'range', 'and', 'or'] as const;
 const BOUNDS = ['gt', 'gte', 'lt', 'lte'] as const;

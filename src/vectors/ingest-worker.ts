@@ -5,7 +5,7 @@
 // to the index worker (as a transfer, without a copy).
 import { parentPort, workerData } from 'node:worker_threads';
 import { invalidArgument, notFound } from '../errors.js';
-import { describeValidationError, validatorCompiler } from '../server/validation.js';
+import { describeValidationError, validatorCompiler } from '../validation.js';
 import { checkUpsert, upsertBodySchema, type CollectionInfo, type UpsertBody } from './requests.js';
 import { lowerThreadPriority } from './thread-priority.js';
 import type { IngestOps, UpsertBatch } from './types.js';

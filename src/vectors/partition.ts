@@ -8,9 +8,9 @@
 // Tombstones left by deletes are counted and removed by a compaction, which rebuilds the graph
 // from the live points in slices while the old graph keeps serving.
 import hnswlib from 'hnswlib-node';
-import { compileFilter, type Filter } from './filter.js';
+import { compileFilter } from './filter.js';
 import { exactDistance, fromSpace, normalized, SPACE } from './distance.js';
-import type { HnswParams, Metric, Properties } from './types.js';
+import type { Filter, HnswParams, Metric, Properties } from './types.js';
 
 export type Hnsw = InstanceType<typeof hnswlib.HierarchicalNSW>;
 

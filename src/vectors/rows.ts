@@ -30,6 +30,15 @@ export function collectionFromRow(r: CollectionRow): CollectionRecord {
   };
 }
 
+/** A row of `vectors` as recovery reads it: `vec` only when the checkpoint does not cover the row. */
+export interface RecoveryRow {
+  id: string;
+  label: number;
+  seq: number;
+  properties: string;
+  vec: Buffer | null;
+}
+
 /** A float32 blob as a Float32Array of its own (blobs need not be 4-byte aligned). */
 export function blobToFloats(blob: Buffer): Float32Array {
   const out = new Float32Array(blob.byteLength / 4);

@@ -1,6 +1,5 @@
 // Types shared by the host's main thread (routes, validation) and the index worker: collections,
 // the messages between them, and the names of DESIGN.md section 6.
-import type { Filter } from './filter.js';
 
 export type Metric = 'cosine' | 'l2' | 'dot';
 export const METRICS: readonly Metric[] = ['cosine', 'l2', 'dot'];
@@ -16,6 +15,24 @@ export const MAX_SAMPLES = 1000;
 /** A JSON object of properties as the client sent it. */
 export type Properties = Record<string, unknown>;
 
+/** A property value a filter compares with. */
+export type Scalar = string | number | boolean | null;
+
+export interface RangeBounds {
+  gt?: number | string;
+  gte?: number | string;
+  lt?: number | string;
+  lte?: number | string;
+}
+
+/** A search filter after parseFilter has checked it (the grammar is in filter.ts). */
+export type Filter =
+  | { eq: Record<string, Scalar> }
+  | { in: Record<string, Scalar[]> }
+  | { range: Record<string, RangeBounds> }
+  | { and: Filter[] }
+  | { or: Filter[] };
+
 export interface HnswParams {
   /** Links per node (hnswlib's M). */
   m: number;
@@ -25,19 +42,6 @@ export interface HnswParams {
   ef: number;
 }
 
-export interface CollectionRecord {
-  /** Internal id: names the index directory, never reused. */
-  id: number;
-  name: string;
-  dimension: number;
-  metric: Metric;
-  description: string;
-  multiTenant: boolean;
-  hnsw: HnswParams;
-  vectorCount: number;
-  createdAt: number;
-}
-
 export interface NewCollection {
   name: string;
   dimension: number;
@@ -45,6 +49,14 @@ export interface NewCollection {
   description: string;
   multiTenant: boolean;
   hnsw: HnswParams;
+}
+
+/** A collection as stored: what was asked for, and what the store keeps about it. */
+export interface CollectionRecord extends NewCollection {
+  /** Internal id: names the index directory, never reused. */
+  id: number;
+  vectorCount: number;
+  createdAt: number;
 }
 
 /** What the worker knows about a collection's indexes, for GET /collections/{name}. */
@@ -107,6 +119,9 @@ export interface VectorKey {
   tenant: string;
   id: string;
 }
+
+/** How the index worker's parts log; index-worker.ts forwards each line to the host's logger. */
+export type LogFn = (level: 'info' | 'warn' | 'error', msg: string, data?: Record<string, unknown>) => void;
 
 /** Settings the worker needs; a subset of Config.vectors plus where things live. */
 export interface WorkerSettings {

@@ -34,15 +34,3 @@ export async function waitForDeployment(api: Api, id: string, timeoutMs = 20_000
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
-
-/** A seeded PRNG (mulberry32), so that random inputs are the same on every run. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

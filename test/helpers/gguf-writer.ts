@@ -21,6 +21,7 @@ import fs from 'node:fs';
 import { GgmlType, requireGgmlType, type GgmlTypeName } from '../../src/llm/gguf/ggml-types.js';
 import { GgufValueType, type GgufValueTypeName } from '../../src/llm/gguf/types.js';
 import { quantize, type QuantType } from './ggml-quants.js';
+import { rng } from './random.js';
 
 type ScalarTypeName = Exclude<GgufValueTypeName, 'ARRAY'>;
 
@@ -310,16 +311,9 @@ export function writeGguf(path: string, spec: GgufWriteSpec): void {
 
 // ---------------------------------------------------------------- a tiny complete model
 
-/** A deterministic PRNG (mulberry32) with a Box-Muller normal, so a seed names a model. */
+/** The seeded PRNG (random.ts) with a Box-Muller normal, so a seed names a model. */
 export function seededRandom(seed: number): { uniform: () => number; normal: () => number } {
-  let s = seed >>> 0;
-  const uniform = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const uniform = rng(seed);
   const normal = () => {
     const u = Math.max(uniform(), 1e-12);
     return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * uniform());

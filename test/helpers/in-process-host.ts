@@ -4,7 +4,6 @@ import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../src/config.js';
 import { loadAddon } from '../../src/native/addon.js';
 import { buildApp, type App } from '../../src/server/app.js';
-import { compileWithNativeExecutor } from '../../src/realtime/native-compile.js';
 import { openDatabase, type Db } from '../../src/store/database.js';
 import { tempDir } from './paths.js';
 
@@ -39,7 +38,6 @@ export async function startInProcessHost(env: Record<string, string> = {}): Prom
     clock,
     logStream,
     engineInfo: () => addon.engineInfo(),
-    compileTabular: compileWithNativeExecutor,
   });
   return {
     app,

@@ -1,6 +1,6 @@
 // Small ONNX models for realtime tests, written with the onnx-builder.
 import { ModelBuilder } from './onnx-builder.js';
-import { rng } from './api.js';
+import { rng } from './random.js';
 
 /** y = x . w + bias over `features` float inputs, one output named `y`: a distinct answer per build. */
 export function linearModel(features: readonly string[], bias: number, seed = 1): Uint8Array {

@@ -12,7 +12,8 @@
 // with Python ints and floats); number[] is INTS when every element is whole, else FLOATS; string
 // and string[] are STRING(S). Use attr.float / attr.floats / attr.tensor ... to say it exactly.
 
-import { bigIntToLongBits, ModelProto, TensorProto } from '../../src/tabular/onnx/proto.js';
+import { ModelProto, TensorProto } from '../../src/tabular/onnx/proto.js';
+import { ONNX_SCHEMA } from '../../src/tabular/onnx/schema.js';
 import { DATA_TYPE_CODES } from '../../src/tabular/onnx/tensor.js';
 import type { Dim, ElementType } from '../../src/tabular/onnx/types.js';
 
@@ -27,21 +28,15 @@ export interface TensorInit {
   raw?: boolean;
 }
 
-const ATTRIBUTE_TYPE = {
-  FLOAT: 1,
-  INT: 2,
-  STRING: 3,
-  TENSOR: 4,
-  GRAPH: 5,
-  FLOATS: 6,
-  INTS: 7,
-  STRINGS: 8,
-} as const;
+/** AttributeProto.AttributeType's codes, from the schema the parser reads. */
+const ATTRIBUTE_TYPE = ONNX_SCHEMA.nested.onnx.nested.AttributeProto.nested.AttributeType.values;
 
 const utf8 = new TextEncoder();
 
+/** An int64 as the {low, high} pair protobufjs's writer accepts for int64 fields. */
 function long(v: number | bigint): { low: number; high: number; unsigned: boolean } {
-  return bigIntToLongBits(typeof v === 'bigint' ? v : BigInt(v));
+  const u = BigInt.asUintN(64, typeof v === 'bigint' ? v : BigInt(v));
+  return { low: Number(u & 0xffffffffn) | 0, high: Number(u >> 32n) | 0, unsigned: false };
 }
 
 /** float32 bits of a number to IEEE half bits (round to nearest even; enough for tests). */

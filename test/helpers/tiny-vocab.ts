@@ -13,7 +13,7 @@
 import crypto from 'node:crypto';
 import { regexSplit } from '../../src/llm/tokenizer/regex-split.js';
 import { GPT2_REGEX, LLAMA3_REGEX, preTokenizer, QWEN2_REGEX } from '../../src/llm/tokenizer/pre-tokenizers.js';
-import { byteEncode, byteToChar, codePoints } from '../../src/llm/tokenizer/unicode.js';
+import { byteToChar, codePoints, utf8Bytes } from '../../src/llm/tokenizer/unicode.js';
 import type { TinyVocab } from './gguf-writer.js';
 
 export const CORPUS = `Once upon a time, there was a little girl named Lily. She loved to play outside in the park.
@@ -91,6 +91,13 @@ function train(words: string[][], nMerges: number): [string, string][] {
 }
 
 const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, byte: 6 } as const;
+
+/** A string's UTF-8 bytes spelled in GPT-2's byte alphabet, as byte-level BPE vocabularies write tokens. */
+function byteEncode(text: string): string {
+  let out = '';
+  for (const b of utf8Bytes(text)) out += byteToChar(b);
+  return out;
+}
 
 /** A byte-level BPE vocabulary for `tokenizer.ggml.pre` = `pre` (undefined: no key). */
 export function byteLevelBpeVocab(pre: string | undefined, flags: Partial<TinyVocab> = {}, specialIds = true): TinyVocab {

@@ -3,7 +3,7 @@
 // percentages; choose the fallback; confirm), with each answer checked as it is typed. The result
 // is the same deployment file that --from-file takes, shown as YAML before it is sent.
 import { stringify } from 'yaml';
-import { variationNameProblem } from '../../realtime/names.js';
+import { variationNameProblem } from '../../models/names.js';
 import { CliError } from '../errors.js';
 import type { PlatformClient } from '../http-client.js';
 import { Prompter, choice } from '../prompt.js';

@@ -2,19 +2,9 @@
 // host's API (DESIGN.md section 2).
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { clientFromEnv } from '../http-client.js';
+// The response type is the service's own; a type-only import, so the CLI loads none of it.
+import type { CollectionJson } from '../../vectors/service.js';
 import { formatTable, isoTime } from '../table.js';
-
-interface CollectionJson {
-  name: string;
-  dimension: number;
-  metric: string;
-  description: string;
-  multi_tenant: boolean;
-  hnsw: { m: number; ef_construction: number; ef: number };
-  vector_count: number;
-  created_at: number;
-  index?: { tenants: number; indexed: number; tombstones: number; pending: number; compacting: boolean };
-}
 
 function positiveInteger(flag: string, max: number) {
   return (value: string): number => {

@@ -2,21 +2,22 @@
 // continuous batching, read logits, watch stats, unload. All heavy work runs natively (the load
 // on a libuv worker, decoding on the model's scheduler thread); tokens arrive through one
 // thread-safe callback per model and are routed here to each Generation.
-import type { SimdLevel } from '../../native/addon.js';
+import { loadAddon } from '../../native/addon.js';
+import type {
+  InstanceType,
+  LlmExports,
+  NativeFinishEvent,
+  NativeLlmEvent,
+  NativeModelHandle,
+  NativeModelInfo,
+  NativeStats,
+  SimdLevel,
+} from '../../native/surface.js';
 import { ContextLengthError, LlmEngineError, fromNative } from './errors.js';
-import {
-  llmAddon,
-  type LlmNativeAddon,
-  type NativeFinishEvent,
-  type NativeLlmEvent,
-  type NativeModelHandle,
-  type NativeModelInfo,
-  type NativeStats,
-} from './native.js';
 
 export interface LoadModelOptions {
   /** Where the forward pass runs: `cpu` (default) or `cuda` (device 0; needs `npm run build:cuda`). */
-  backend?: 'cpu' | 'cuda';
+  backend?: InstanceType;
   /** Threads for the forward pass (default: env PLATFORM_THREADS or all cores). */
   threads?: number;
   /** Context length in tokens (default: the model's training context, `{arch}.context_length`). */
@@ -194,7 +195,7 @@ export class LlmModel {
   private cachedInfo: LlmModelInfo | null = null;
 
   /** @internal use loadModel() */
-  constructor(private readonly addon: LlmNativeAddon) {}
+  constructor(private readonly addon: LlmExports) {}
 
   /** @internal */
   attach(handle: NativeModelHandle): void {
@@ -340,7 +341,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   checkInteger('maxQueued', options.maxQueued, 0, 2 ** 20);
   checkInteger('kvBlockSize', options.kvBlockSize, 1, 4096);
   checkInteger('maxBatchTokens', options.maxBatchTokens, 1, 2 ** 16);
-  const addon = llmAddon();
+  const addon = loadAddon();
   const model = new LlmModel(addon);
   let handle: NativeModelHandle;
   try {

@@ -6,8 +6,8 @@ import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../store/database.js';
 import { conflict, invalidArgument, notFound, unavailable } from '../../errors.js';
-import type { ModelStore } from '../../realtime/models.js';
-import { LIBRARY_PROJECT } from '../../realtime/names.js';
+import type { ModelStore } from '../../models/store.js';
+import { LIBRARY_PROJECT } from '../../models/names.js';
 import { findInCatalog, listCatalog } from './catalog.js';
 import { LlmInstance, type InstanceOptions, type InstanceType } from './instance.js';
 

@@ -95,14 +95,6 @@ export function charToByte(ch: string): number | undefined {
 
 const utf8Encoder = new TextEncoder();
 
-/** A string's UTF-8 bytes spelled in GPT-2's byte alphabet. */
-export function byteEncode(text: string): string {
-  const bytes = utf8Encoder.encode(text);
-  let out = '';
-  for (const b of bytes) out += BYTE_TO_CHAR[b]!;
-  return out;
-}
-
 export function utf8Length(text: string): number {
   let n = 0;
   for (let i = 0; i < text.length; i++) {

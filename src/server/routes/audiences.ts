@@ -4,7 +4,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AudienceInput, AudienceRecord, AudienceStore } from '../../realtime/audiences.js';
 import { invalidArgument } from '../../errors.js';
-import { responses } from '../schemas.js';
+import { UNARY_OPERATORS, BINARY_OPERATORS } from '../../realtime/conditions.js';
+import { listOf, responses } from '../schemas.js';
 
 const audienceJson = (a: AudienceRecord) => ({
   id: a.id,
@@ -15,6 +16,31 @@ const audienceJson = (a: AudienceRecord) => ({
   updated_at: a.updatedAt,
 });
 
+/** src/realtime/conditions.ts's Conditions, as checked and stored (keys lower-cased). */
+const conditionsSchema = {
+  type: 'object',
+  required: ['unary', 'binary'],
+  properties: {
+    unary: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['key', 'operator'],
+        // operand is absent for PRESENT_MATCH.
+        properties: { key: { type: 'string' }, operator: { type: 'string', enum: [...UNARY_OPERATORS] }, operand: { type: 'string' } },
+      },
+    },
+    binary: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['key', 'operator', 'first_operand', 'second_operand'],
+        properties: { key: { type: 'string' }, operator: { type: 'string', enum: [...BINARY_OPERATORS] }, first_operand: { type: 'integer' }, second_operand: { type: 'integer' } },
+      },
+    },
+  },
+} as const;
+
 const audienceSchema = {
   type: 'object',
   required: ['id', 'name', 'description', 'conditions', 'created_at', 'updated_at'],
@@ -22,7 +48,7 @@ const audienceSchema = {
     id: { type: 'string' },
     name: { type: 'string' },
     description: { type: 'string' },
-    conditions: { type: 'object', additionalProperties: true },
+    conditions: conditionsSchema,
     created_at: { type: 'integer' },
     updated_at: { type: 'integer' },
   },
@@ -48,7 +74,7 @@ type AudienceFile = { api_version?: string; spec: { audiences: AudienceInput[] }
 export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = async (app, { audiences }) => {
   app.post<{ Body: AudienceFile }>(
     '/api/v1/audiences',
-    { schema: { body: fileSchema, response: responses({ 201: { type: 'object', required: ['audiences'], properties: { audiences: { type: 'array', items: audienceSchema } } } }) } },
+    { schema: { body: fileSchema, response: responses({ 201: listOf('audiences', audienceSchema) }) } },
     async (request, reply) => {
       reply.code(201);
       return { audiences: audiences.createMany(request.body.spec.audiences).map(audienceJson) };
@@ -57,7 +83,7 @@ export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = 
 
   app.get(
     '/api/v1/audiences',
-    { schema: { response: responses({ 200: { type: 'object', required: ['audiences'], properties: { audiences: { type: 'array', items: audienceSchema } } } }) } },
+    { schema: { response: responses({ 200: listOf('audiences', audienceSchema) }) } },
     async () => ({ audiences: audiences.list().map(audienceJson) }),
   );
 

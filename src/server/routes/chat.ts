@@ -1,14 +1,15 @@
 // The OpenAI-compatible routes of a library model (DESIGN.md section 3): chat completions and
 // legacy completions, each as one JSON answer or as Server-Sent Events; /models for clients that
-// probe it; tokenize and detokenize. A client that disconnects cancels its generation at once.
-import crypto from 'node:crypto';
+// probe it; tokenize and detokenize. The answers are made by src/llm/chat/serve.ts; a client that
+// disconnects from a stream cancels its generation at once (sse.ts).
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, invalidArgument } from '../../errors.js';
-import { Completion, type CompletionResult } from '../../llm/chat/completion.js';
+import { invalidArgument } from '../../errors.js';
 import { chatMessages, samplingParams, type SamplingParams } from '../../llm/chat/params.js';
+import { ChatForm, TextForm, startAnswer, type CompletionForm } from '../../llm/chat/serve.js';
 import type { LibraryService } from '../../llm/library/service.js';
 import type { LlmMetrics } from '../../llm/metrics.js';
-import { responses } from '../schemas.js';
+import { modelParams, responses } from '../schemas.js';
+import { streamEvents } from '../sse.js';
 
 export interface ChatRouteOptions {
   library: LibraryService;
@@ -18,9 +19,57 @@ export interface ChatRouteOptions {
 type Body = Record<string, unknown>;
 type ModelRequest = FastifyRequest<{ Params: { model_id: string }; Body: Body }>;
 
-const modelParams = { type: 'object', required: ['model_id'], properties: { model_id: { type: 'string', maxLength: 64 } } } as const;
+const usageSchema = {
+  type: 'object',
+  required: ['prompt_tokens', 'completion_tokens', 'total_tokens'],
+  properties: { prompt_tokens: { type: 'integer' }, completion_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } },
+} as const;
 
-const usageJson = (r: CompletionResult) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens });
+/** A whole (non-streamed) answer; a streamed one bypasses serialization (sse.ts), so no schema covers its chunks. */
+const answerSchema = (choice: { required: readonly string[]; properties: object }) =>
+  ({
+    type: 'object',
+    required: ['id', 'object', 'created', 'model', 'choices', 'usage'],
+    properties: {
+      id: { type: 'string' },
+      object: { type: 'string' },
+      created: { type: 'integer' },
+      model: { type: 'string' },
+      choices: { type: 'array', items: { type: 'object', ...choice } },
+      usage: usageSchema,
+    },
+  }) as const;
+
+const chatAnswerSchema = answerSchema({
+  required: ['index', 'message', 'logprobs', 'finish_reason'],
+  properties: {
+    index: { type: 'integer' },
+    message: { type: 'object', required: ['role', 'content'], properties: { role: { type: 'string' }, content: { type: 'string' } } },
+    logprobs: { type: 'null' },
+    finish_reason: { type: 'string' },
+  },
+});
+
+const textAnswerSchema = answerSchema({
+  required: ['index', 'text', 'logprobs', 'finish_reason'],
+  properties: { index: { type: 'integer' }, text: { type: 'string' }, logprobs: { type: 'null' }, finish_reason: { type: 'string' } },
+});
+
+const modelListSchema = {
+  type: 'object',
+  required: ['object', 'data'],
+  properties: {
+    object: { type: 'string' },
+    data: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'object', 'created', 'owned_by'],
+        properties: { id: { type: 'string' }, object: { type: 'string' }, created: { type: 'integer' }, owned_by: { type: 'string' } },
+      },
+    },
+  },
+} as const;
 
 function checkModelField(request: ModelRequest): void {
   const model = request.body.model;
@@ -30,115 +79,13 @@ function checkModelField(request: ModelRequest): void {
   }
 }
 
-/** Writes an SSE stream by hand: Fastify's serializers do not apply to a hijacked reply. */
-class EventStream {
-  private closed = false;
-
-  constructor(
-    private readonly reply: FastifyReply,
-    requestId: string,
-    onDisconnect: () => void,
-  ) {
-    reply.hijack();
-    reply.raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-request-id': requestId,
-      // Proxies such as nginx must not buffer the stream.
-      'x-accel-buffering': 'no',
-    });
-    reply.raw.on('close', () => {
-      if (!this.closed) {
-        this.closed = true;
-        onDisconnect();
-      }
-    });
-  }
-
-  get open(): boolean {
-    return !this.closed;
-  }
-
-  send(data: unknown): void {
-    if (!this.closed) this.reply.raw.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
-  }
-
-  end(): void {
-    if (this.closed) return;
-    this.send('[DONE]');
-    this.closed = true;
-    this.reply.raw.end();
-  }
-}
-
 export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, { library, metrics }) => {
-  /** Runs one completion and answers in the requested form; `shape` makes the OpenAI objects. */
-  async function answer(
-    request: ModelRequest,
-    reply: FastifyReply,
-    prompt: (instance: ReturnType<LibraryService['instance']>) => number[],
-    params: SamplingParams,
-    startOfText: boolean,
-    shape: {
-      object: string;
-      chunkObject: string;
-      idPrefix: string;
-      whole: (text: string, finish: string) => Record<string, unknown>;
-      delta: (text: string | null, finish: string | null, first: boolean) => Record<string, unknown>;
-    },
-  ) {
-    const arrived = performance.now();
-    const modelId = request.params.model_id;
-    // No await between taking the instance and starting the generation: an instance switch
-    // then never unloads a model under a request that has not reached the engine yet.
-    const instance = library.instance(modelId);
-    metrics.requestArrived(modelId);
-    const completion = new Completion(instance, prompt(instance), params, arrived, startOfText);
-    const id = `${shape.idPrefix}${crypto.randomBytes(12).toString('hex')}`;
-    const created = Math.floor(Date.now() / 1000);
-    const base = { id, created, model: modelId };
-
-    if (!params.stream) {
-      let text = '';
-      const it = completion.text();
-      let step = await it.next();
-      while (!step.done) {
-        text += step.value;
-        step = await it.next();
-      }
-      metrics.requestFinished(modelId, step.value);
-      return { ...base, object: shape.object, ...shape.whole(text, step.value.finishReason), usage: usageJson(step.value) };
-    }
-
-    const stream = new EventStream(reply, request.id, () => completion.cancel());
-    try {
-      stream.send({ ...base, object: shape.chunkObject, ...shape.delta('', null, true), ...(params.includeUsage ? { usage: null } : {}) });
-      const it = completion.text();
-      let step = await it.next();
-      while (!step.done) {
-        if (!stream.open) {
-          await it.return(undefined as never);
-          break;
-        }
-        stream.send({ ...base, object: shape.chunkObject, ...shape.delta(step.value, null, false), ...(params.includeUsage ? { usage: null } : {}) });
-        step = await it.next();
-      }
-      if (step.done) {
-        metrics.requestFinished(modelId, step.value);
-        stream.send({ ...base, object: shape.chunkObject, ...shape.delta(null, step.value.finishReason, false), ...(params.includeUsage ? { usage: null } : {}) });
-        if (params.includeUsage) stream.send({ ...base, object: shape.chunkObject, choices: [], usage: usageJson(step.value) });
-      }
-    } catch (err) {
-      // The status line is gone: report the failure in the stream, in the error shape.
-      const apiError = err instanceof ApiError ? err : new ApiError('internal', `generation failed; the server log has the details under request id ${request.id}`);
-      if (!(err instanceof ApiError)) request.log.error({ err }, 'generation failed');
-      stream.send(apiError.body());
-    } finally {
-      stream.end();
-    }
-    return reply;
-  }
+  /** Answers with one JSON object, or as Server-Sent Events when the request asks to stream. */
+  const answer = (request: ModelRequest, reply: FastifyReply, form: CompletionForm, params: SamplingParams) => {
+    const started = startAnswer(library, metrics, request.params.model_id, form, params);
+    if (!params.stream) return started.whole();
+    return streamEvents(request, reply, started.chunks(), () => started.cancel());
+  };
 
   app.post<{ Params: { model_id: string }; Body: Body }>(
     '/v1/:model_id/chat/completions',
@@ -146,22 +93,13 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, { li
       schema: {
         params: modelParams,
         body: { type: 'object', required: ['messages'], properties: { model: { type: 'string', maxLength: 256 }, messages: { type: 'array' } } },
-        response: responses({ 200: { type: 'object', additionalProperties: true } }),
+        response: responses({ 200: chatAnswerSchema }),
       },
     },
     async (request, reply) => {
       checkModelField(request);
       const messages = chatMessages(request.body.messages);
-      const params = samplingParams(request.body);
-      return answer(request, reply, (instance) => instance.chatPrompt(instance.template.render(messages)), params, false, {
-        object: 'chat.completion',
-        chunkObject: 'chat.completion.chunk',
-        idPrefix: 'chatcmpl-',
-        whole: (text, finish) => ({ choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }] }),
-        delta: (text, finish, first) => ({
-          choices: [{ index: 0, delta: first ? { role: 'assistant', content: '' } : text === null ? {} : { content: text }, logprobs: null, finish_reason: finish }],
-        }),
-      });
+      return answer(request, reply, new ChatForm(messages), samplingParams(request.body));
     },
   );
 
@@ -171,27 +109,20 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, { li
       schema: {
         params: modelParams,
         body: { type: 'object', required: ['prompt'], properties: { model: { type: 'string', maxLength: 256 } } },
-        response: responses({ 200: { type: 'object', additionalProperties: true } }),
+        response: responses({ 200: textAnswerSchema }),
       },
     },
     async (request, reply) => {
       checkModelField(request);
       const prompt = request.body.prompt;
       if (typeof prompt !== 'string') throw invalidArgument('prompt must be a string', 'prompt');
-      const params = samplingParams(request.body);
-      return answer(request, reply, (instance) => instance.textPrompt(prompt), params, prompt === '', {
-        object: 'text_completion',
-        chunkObject: 'text_completion',
-        idPrefix: 'cmpl-',
-        whole: (text, finish) => ({ choices: [{ index: 0, text, logprobs: null, finish_reason: finish }] }),
-        delta: (text, finish) => ({ choices: [{ index: 0, text: text ?? '', logprobs: null, finish_reason: finish }] }),
-      });
+      return answer(request, reply, new TextForm(prompt), samplingParams(request.body));
     },
   );
 
   app.get<{ Params: { model_id: string } }>(
     '/v1/:model_id/models',
-    { schema: { params: modelParams, response: responses({ 200: { type: 'object', additionalProperties: true } }) } },
+    { schema: { params: modelParams, response: responses({ 200: modelListSchema }) } },
     async (request) => {
       const dep = library.get(request.params.model_id);
       return { object: 'list', data: [{ id: dep.modelId, object: 'model', created: Math.floor(dep.createdAt / 1000), owned_by: 'platform' }] };

@@ -2,7 +2,7 @@
 // Creating and revoking keys is local administration on DATA_DIR (platform keys ...).
 import type { FastifyPluginAsync } from 'fastify';
 import type { ApiKeyStore } from '../../auth/api-keys.js';
-import { responses } from '../schemas.js';
+import { listOf, responses } from '../schemas.js';
 
 const keySchema = {
   type: 'object',
@@ -19,7 +19,7 @@ const keySchema = {
 export const keysRoutes: FastifyPluginAsync<{ keys: ApiKeyStore }> = async (app, { keys }) => {
   app.get(
     '/api/v1/keys',
-    { schema: { response: responses({ 200: { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: keySchema } } } }) } },
+    { schema: { response: responses({ 200: listOf('keys', keySchema) }) } },
     async () => ({ keys: keys.list() }),
   );
 };

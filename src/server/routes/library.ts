@@ -5,11 +5,26 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { LibraryDeployment, LibraryService } from '../../llm/library/service.js';
 import type { InstanceType } from '../../llm/library/instance.js';
-import { MODEL_ID_PATTERN } from '../../realtime/names.js';
-import { responses } from '../schemas.js';
+import { MODEL_ID_PATTERN } from '../../models/names.js';
+import { listOf, modelParams, responses } from '../schemas.js';
 
 const deploymentSchema = {
   type: 'object',
+  required: [
+    'model_id',
+    'name',
+    'file',
+    'license',
+    'license_link',
+    'instance_type',
+    'threads',
+    'pending_instance_type',
+    'last_instance_error',
+    'status',
+    'reason',
+    'created_at',
+    'updated_at',
+  ],
   properties: {
     model_id: { type: 'string' },
     name: { type: 'string' },
@@ -27,7 +42,33 @@ const deploymentSchema = {
   },
 } as const;
 
-const modelParams = { type: 'object', required: ['model_id'], properties: { model_id: { type: 'string', maxLength: 64 } } } as const;
+/** src/llm/library/catalog.ts: the GGUF files of MODELS_DIR, and those that could not be read. */
+const catalogSchema = {
+  type: 'object',
+  required: ['models', 'problems'],
+  properties: {
+    models: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'file', 'size_bytes', 'architecture', 'parameters', 'quantization', 'context_length', 'license', 'license_link', 'chat_template'],
+        properties: {
+          name: { type: 'string' },
+          file: { type: 'string' },
+          size_bytes: { type: 'integer' },
+          architecture: { type: 'string' },
+          parameters: { type: 'integer' },
+          quantization: { type: 'string' },
+          context_length: { type: ['integer', 'null'] },
+          license: { type: ['string', 'null'] },
+          license_link: { type: ['string', 'null'] },
+          chat_template: { type: 'boolean' },
+        },
+      },
+    },
+    problems: { type: 'array', items: { type: 'object', required: ['file', 'error'], properties: { file: { type: 'string' }, error: { type: 'string' } } } },
+  },
+} as const;
 const instanceSchema = {
   instance_type: { type: 'string', enum: ['cpu', 'cuda'] },
   threads: { type: 'integer', minimum: 1, maximum: 1024 },
@@ -50,7 +91,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
     updated_at: d.updatedAt,
   });
 
-  app.get('/api/v1/library', { schema: { response: responses({ 200: { type: 'object', additionalProperties: true } }) } }, async () => {
+  app.get('/api/v1/library', { schema: { response: responses({ 200: catalogSchema }) } }, async () => {
     const { models, problems } = await library.catalog();
     return {
       models: models.map((m) => ({
@@ -71,7 +112,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
 
   app.get(
     '/api/v1/library/deployments',
-    { schema: { response: responses({ 200: { type: 'object', properties: { deployments: { type: 'array', items: deploymentSchema } } } }) } },
+    { schema: { response: responses({ 200: listOf('deployments', deploymentSchema) }) } },
     async () => ({ deployments: library.list().map(json) }),
   );
 

@@ -2,21 +2,22 @@
 // application/octet-stream), deploy a build and follow the deployment's status, move a live model
 // to another instance type.
 import type { FastifyPluginAsync } from 'fastify';
+import type { LibraryMetrics } from '../../llm/metrics.js';
+import { DEFAULT_PROJECT, MODEL_ID_PATTERN, PROJECT_PATTERN } from '../../models/names.js';
+import type { ModelRecord } from '../../models/store.js';
 import type { BuildRecord } from '../../realtime/builds.js';
 import type { DeploymentRecord } from '../../realtime/deployments.js';
-import type { ModelRecord } from '../../realtime/models.js';
 import type { Realtime } from '../../realtime/service.js';
 import { INSTANCE_TYPES, type BatchingOverride, type InstanceType } from '../../realtime/traffic.js';
 import { variationMetrics } from '../../realtime/variation-metrics.js';
-import { DEFAULT_PROJECT, MODEL_ID_PATTERN, PROJECT_PATTERN } from '../../realtime/names.js';
 import { invalidArgument } from '../../errors.js';
-import { responses } from '../schemas.js';
+import { latencySummarySchema, listOf, modelParams, responses } from '../schemas.js';
 
 export interface ModelRouteOptions {
   realtime: Realtime;
   maxBuildBytes: number;
   /** The four figures of a library (LLM) model. */
-  libraryMetrics: (modelId: string) => object;
+  libraryMetrics: (modelId: string) => LibraryMetrics;
 }
 
 const modelJson = (m: ModelRecord) => ({ model_id: m.id, project: m.project, description: m.description, kind: m.kind, created_at: m.createdAt });
@@ -54,7 +55,7 @@ const modelSchema = {
     model_id: { type: 'string' },
     project: { type: 'string' },
     description: { type: 'string' },
-    kind: { type: 'string' },
+    kind: { type: 'string', enum: ['realtime', 'library'] },
     created_at: { type: 'integer' },
   },
 } as const;
@@ -67,11 +68,37 @@ const buildSchema = {
     model_id: { type: 'string' },
     sha256: { type: 'string' },
     size_bytes: { type: 'integer' },
-    features: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, type: { type: 'string' } } } },
+    features: { type: 'array', items: { type: 'object', required: ['name', 'type'], properties: { name: { type: 'string' }, type: { type: 'string' } } } },
     outputs: { type: 'array', items: { type: 'string' } },
     operators: { type: 'array', items: { type: 'string' } },
     opsets: { type: 'object', additionalProperties: { type: 'integer' } },
     created_at: { type: 'integer' },
+  },
+} as const;
+
+const routeSchema = {
+  type: 'object',
+  required: ['variation_name', 'weight', 'shadow'],
+  properties: { variation_name: { type: 'string' }, weight: { type: 'number' }, shadow: { type: 'boolean' } },
+} as const;
+
+/** src/realtime/traffic.ts's TrafficConfig, as stored with the deployment (camelCase keys and all). */
+const trafficSchema = {
+  type: 'object',
+  required: ['variations', 'audiences', 'fallbackVariation'],
+  properties: {
+    variations: { type: 'object', additionalProperties: { type: 'string' } },
+    audiences: {
+      type: 'array',
+      items: { type: 'object', required: ['id', 'routes'], properties: { id: { type: 'string' }, routes: { type: 'array', items: routeSchema } } },
+    },
+    fallbackVariation: { type: ['string', 'null'] },
+    // Deployments recorded before batching overrides or instance types carry neither.
+    batching: {
+      type: 'object',
+      additionalProperties: { type: 'object', properties: { max_batch_rows: { type: 'integer' }, max_wait_micros: { type: 'integer' } } },
+    },
+    instanceTypes: { type: 'object', additionalProperties: { type: 'string', enum: [...INSTANCE_TYPES] } },
   },
 } as const;
 
@@ -88,7 +115,7 @@ const deploymentSchema = {
     build_id: { type: ['string', 'null'] },
     // The deployed variation's; null for an undeploy.
     instance_type: { type: ['string', 'null'], enum: [...INSTANCE_TYPES, null] },
-    traffic: { type: 'object', additionalProperties: true },
+    traffic: trafficSchema,
     created_at: { type: 'integer' },
     updated_at: { type: 'integer' },
   },
@@ -96,6 +123,7 @@ const deploymentSchema = {
 
 const logSchema = {
   type: 'object',
+  required: ['id', 'ts', 'request_id', 'variation', 'audience_id', 'shadow', 'status', 'latency_ms', 'error', 'request', 'response'],
   properties: {
     id: { type: 'integer' },
     ts: { type: 'integer' },
@@ -111,10 +139,43 @@ const logSchema = {
   },
 } as const;
 
-const modelParams = {
+/** src/realtime/variation-metrics.ts: a realtime model's figures per variation. */
+const realtimeMetricsSchema = {
   type: 'object',
-  required: ['model_id'],
-  properties: { model_id: { type: 'string', maxLength: 64 } },
+  required: ['model_id', 'window_seconds', 'variations'],
+  properties: {
+    model_id: { type: 'string' },
+    window_seconds: { type: 'integer' },
+    variations: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['variation', 'requests_5m', 'throughput_rpm_5m', 'errors_5m', 'latency_ms'],
+        properties: {
+          variation: { type: 'string' },
+          requests_5m: { type: 'integer' },
+          throughput_rpm_5m: { type: 'number' },
+          errors_5m: { type: 'integer' },
+          latency_ms: latencySummarySchema,
+        },
+      },
+    },
+  },
+} as const;
+
+/** src/llm/metrics.ts's LibraryMetrics: a library model's four figures. */
+const libraryMetricsSchema = {
+  type: 'object',
+  required: ['model_id', 'window_seconds', 'requests_5m', 'throughput_rpm_5m', 'token_throughput_tps', 'time_to_first_token_ms', 'time_per_output_token_ms'],
+  properties: {
+    model_id: { type: 'string' },
+    window_seconds: { type: 'integer' },
+    requests_5m: { type: 'integer' },
+    throughput_rpm_5m: { type: 'number' },
+    token_throughput_tps: { type: 'number' },
+    time_to_first_token_ms: latencySummarySchema,
+    time_per_output_token_ms: latencySummarySchema,
+  },
 } as const;
 
 /** `a,b,c` -> ['a', 'b', 'c'], refusing empty names. */
@@ -156,7 +217,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     {
       schema: {
         querystring: { type: 'object', properties: { project: { type: 'string', maxLength: 64 } } },
-        response: responses({ 200: { type: 'object', required: ['models'], properties: { models: { type: 'array', items: modelSchema } } } }),
+        response: responses({ 200: listOf('models', modelSchema) }),
       },
     },
     async (request) => ({ models: models.list(request.query.project).map(modelJson) }),
@@ -227,7 +288,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     {
       schema: {
         params: modelParams,
-        response: responses({ 200: { type: 'object', required: ['builds'], properties: { builds: { type: 'array', items: buildSchema } } } }),
+        response: responses({ 200: listOf('builds', buildSchema) }),
       },
     },
     async (request) => {
@@ -330,7 +391,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
             before: { type: 'integer', minimum: 1 },
           },
         },
-        response: responses({ 200: { type: 'object', required: ['logs'], properties: { logs: { type: 'array', items: logSchema } } } }),
+        response: responses({ 200: listOf('logs', logSchema) }),
       },
     },
     async (request) => {
@@ -360,7 +421,8 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     {
       schema: {
         params: modelParams,
-        response: responses({ 200: { type: 'object', additionalProperties: true } }),
+        // Which of the two depends on the model's kind.
+        response: responses({ 200: { anyOf: [realtimeMetricsSchema, libraryMetricsSchema] } }),
       },
     },
     async (request) => {
@@ -375,7 +437,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     {
       schema: {
         params: modelParams,
-        response: responses({ 200: { type: 'object', required: ['deployments'], properties: { deployments: { type: 'array', items: deploymentSchema } } } }),
+        response: responses({ 200: listOf('deployments', deploymentSchema) }),
       },
     },
     async (request) => {

@@ -13,7 +13,7 @@ import { ApiError } from '../../errors.js';
 import { upsertBodySchema } from '../../vectors/requests.js';
 import type { CreateCollectionBody, DeleteBody, SampleBody, SearchBody, VectorService } from '../../vectors/service.js';
 import { COLLECTION_NAME_PATTERN, MAX_DIMENSION, MAX_RESULTS, MAX_SAMPLES, MAX_TENANT_LENGTH, METRICS } from '../../vectors/types.js';
-import { responses } from '../schemas.js';
+import { listOf, responses } from '../schemas.js';
 
 export interface VectorRouteOptions {
   vectors: VectorService;
@@ -21,6 +21,7 @@ export interface VectorRouteOptions {
 }
 
 const tenantSchema = { type: 'string', minLength: 1, maxLength: MAX_TENANT_LENGTH } as const;
+// A vector's properties are the caller's own JSON object: free-form by design.
 const propertiesSchema = { type: 'object', additionalProperties: true } as const;
 const numbers = { type: 'array', items: { type: 'number' } } as const;
 
@@ -109,7 +110,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
 
   app.get(
     '/api/v1/vectors/collections',
-    { schema: { response: responses({ 200: { type: 'object', required: ['collections'], properties: { collections: { type: 'array', items: collectionSchema } } } }) } },
+    { schema: { response: responses({ 200: listOf('collections', collectionSchema) }) } },
     async () => ({ collections: vectors.listCollections() }),
   );
 
@@ -255,7 +256,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
             tenant_id: tenantSchema,
           },
         },
-        response: responses({ 200: { type: 'object', required: ['vectors'], properties: { vectors: { type: 'array', items: vectorSchema } } } }),
+        response: responses({ 200: listOf('vectors', vectorSchema) }),
       },
     },
     async (request) => vectors.sample(request.body),

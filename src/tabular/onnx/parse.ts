@@ -1,7 +1,7 @@
 // parseOnnxModel: ONNX bytes -> the plain OnnxModel of types.ts, decoded with protobufjs through
 // our schema, and checked for the structural faults that would make it unusable: not protobuf, no
 // graph, values used but never produced, values produced twice, cycles, unsupported types, external
-// data. Whether the engine supports its operators is operators.ts's business (validateSupported).
+// data. Whether the engine supports its operators is normalize.ts's business (validateSupported).
 
 import { OnnxModelError } from './errors.js';
 import {

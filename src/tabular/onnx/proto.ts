@@ -155,9 +155,3 @@ export function int64ToSafeNumber(v: PbInt64): number | null {
   const b = int64ToBigInt(v);
   return b >= BigInt(Number.MIN_SAFE_INTEGER) && b <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(b) : null;
 }
-
-/** A bigint as the {low, high} pair protobufjs's writer accepts for int64 fields. */
-export function bigIntToLongBits(b: bigint): { low: number; high: number; unsigned: boolean } {
-  const u = BigInt.asUintN(64, b);
-  return { low: Number(u & 0xffffffffn) | 0, high: Number(u >> 32n) | 0, unsigned: false };
-}

@@ -135,7 +135,7 @@ export interface OnnxModel<N extends OnnxNode = OnnxNode> {
   graph: OnnxGraph<N>;
 }
 
-/** A node after `normalize`: its attributes are in the canonical form of operators.ts. */
+/** A node after `normalize`: its attributes are in the canonical form of its row in operators/. */
 export interface NormalizedNode extends OnnxNode {
   /** The operator version that applies (the highest since-version <= the imported opset). */
   version: number;

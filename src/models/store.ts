@@ -1,5 +1,5 @@
-// Models: an id in a project. Realtime models get builds and variations; library models (LLMs)
-// live in the project `library`.
+// The model records of both kinds: an id in a project. Realtime models get builds and variations
+// (src/realtime/); library models (LLMs, src/llm/library/) live in the project `library`.
 import type { Db } from '../store/database.js';
 import { conflict, invalidArgument, notFound } from '../errors.js';
 import { LIBRARY_PROJECT } from './names.js';

@@ -1,6 +1,8 @@
-// Schema validation for every route. Bodies are validated strictly (a string where a number is
-// wanted is a 400, never coerced), while path params and query strings, which only ever arrive
-// as text, are coerced to the types their schemas declare.
+// Schema validation with one set of options and messages, for every route (the app's validator
+// compiler) and for the vector ingest worker, which checks upsert bodies off the main thread; it
+// sits below both, so that src/vectors/ need not import the HTTP layer. Bodies are validated
+// strictly (a string where a number is wanted is a 400, never coerced), while path params and
+// query strings, which only ever arrive as text, are coerced to the types their schemas declare.
 import { Ajv, type ErrorObject } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 

@@ -1,17 +1,18 @@
-// Name rules of DESIGN.md section 4, shared by the routes (as schema patterns) and the CLI.
+// Name rules of DESIGN.md section 4 for both model kinds (realtime and library), shared by the
+// routes (as schema patterns), the deploy plan and the CLI.
 
 /** Model ids: lowercase alphanumerics, '_' and '-', 1 to 64 characters, starting alphanumeric. */
 export const MODEL_ID_PATTERN = '^[a-z0-9][a-z0-9_-]{0,63}$';
 export const PROJECT_PATTERN = MODEL_ID_PATTERN;
 
-/** Variation names: 1 to 36 characters of [a-z0-9.-], first and last alphanumeric. */
-export const VARIATION_NAME_PATTERN = '^[a-z0-9]([a-z0-9.-]{0,34}[a-z0-9])?$';
-
 export const DEFAULT_VARIATION = 'default';
 export const DEFAULT_PROJECT = 'default';
 export const LIBRARY_PROJECT = 'library';
 
-/** Why `name` is not a valid variation name, rule by rule, or undefined when it is. */
+/**
+ * Why `name` is not a valid variation name (1 to 36 characters of [a-z0-9.-], first and last
+ * alphanumeric), rule by rule, or undefined when it is.
+ */
 export function variationNameProblem(name: string): string | undefined {
   if (name.length === 0) return 'is empty';
   if (name.length > 36) return `has ${name.length} characters; at most 36 are allowed`;

@@ -1,30 +1,17 @@
-// Shared by the tabular executor tests (test/tabular-executor-*.test.ts): seeded random data,
-// compiling builder models, running the same model on onnxruntime-node, and comparing outputs.
+// Shared by the tabular executor tests (test/tabular-executor-*.test.ts): compiling builder models,
+// running the same model on onnxruntime-node, and comparing outputs. Seeded input data is in
+// tabular-data.ts.
 import ort from 'onnxruntime-node';
 import { expect } from 'vitest';
 
-import { compileTabularModel, type TabularInput, type TabularModel, type TabularOutput } from '../src/tabular/executor/index.js';
-import { parseOnnxModel } from '../src/tabular/onnx/parse.js';
-import { ModelProto } from '../src/tabular/onnx/proto.js';
-import type { ElementType } from '../src/tabular/onnx/types.js';
-import { rng } from './helpers/api.js';
-import { normalized } from './helpers/tabular-data.js';
-export { rng };
-export { normalized, randomFloats } from './helpers/tabular-data.js';
+import { compileTabularModel, type TabularInput, type TabularModel, type TabularOutput } from '../../src/tabular/executor/index.js';
+import { parseOnnxModel } from '../../src/tabular/onnx/parse.js';
+import { ModelProto } from '../../src/tabular/onnx/proto.js';
+import type { ElementType } from '../../src/tabular/onnx/types.js';
+import { normalized } from './tabular-data.js';
 
 // onnxruntime's warnings about old opsets and lenient shape merges are noise here.
 ort.env.logLevel = 'error';
-
-
-export function randomDoubles(n: number, seed: number, lo = -2, hi = 2): Float64Array {
-  const r = rng(seed);
-  return Float64Array.from({ length: n }, () => lo + (hi - lo) * r());
-}
-
-export function randomInts(n: number, seed: number, lo: number, hi: number): number[] {
-  const r = rng(seed);
-  return Array.from({ length: n }, () => lo + Math.floor((hi - lo + 1) * r()));
-}
 
 export const BATCHES = [1, 7, 129, 1000] as const;
 

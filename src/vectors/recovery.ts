@@ -1,0 +1,146 @@
+// The index worker's start-up: every partition's graph comes back from its checkpoint
+// (checkpoint.ts) plus a replay of the rows written after it, or, when there is no checkpoint it
+// can trust, is rebuilt from SQLite. SQLite is the store of record; a graph is only ever a copy
+// of it that is cheaper to reload than to rebuild.
+import fs from 'node:fs';
+import hnswlib from 'hnswlib-node';
+import { findCheckpoint, partitionIdentity, sweepCollectionDir, sweepRoot } from './checkpoint.js';
+import { SPACE } from './distance.js';
+import { Partition, type Hnsw } from './partition.js';
+import { blobToFloats, collectionFromRow, type CollectionRow, type RecoveryRow } from './rows.js';
+import type { VectorStatements } from './tables.js';
+import type { CollectionRecord, LogFn, Properties, WorkerSettings } from './types.js';
+
+/** A collection as the index worker holds it. */
+export interface CollectionState {
+  record: CollectionRecord;
+  partitions: Map<string, Partition>;
+  lastSeq: number;
+}
+
+export interface Recovery {
+  settings: WorkerSettings;
+  sql: VectorStatements;
+  log: LogFn;
+  /** Saves a partition's graph; called for each one that had to replay or rebuild. */
+  checkpoint: (p: Partition) => void;
+}
+
+/**
+ * Loads every collection's partitions into `collections` (checkpoint plus replay, or a rebuild),
+ * then removes the index files no checkpoint refers to.
+ */
+export function recoverCollections(r: Recovery, collections: Map<number, CollectionState>): void {
+  fs.mkdirSync(r.settings.indexDir, { recursive: true, mode: 0o700 });
+  const rows = r.sql.collections.all() as CollectionRow[];
+  for (const row of rows) {
+    const state: CollectionState = { record: collectionFromRow(row), partitions: new Map(), lastSeq: row.last_seq };
+    collections.set(row.id, state);
+    const tenants = r.sql.tenants.all(row.id) as string[];
+    for (const tenant of tenants) state.partitions.set(tenant, recoverPartition(r, state.record, tenant));
+    sweepCollectionDir(r.settings.indexDir, row.id, tenants);
+  }
+  sweepRoot(r.settings.indexDir, collections.keys());
+}
+
+function recoverPartition(r: Recovery, record: CollectionRecord, tenant: string): Partition {
+  const started = performance.now();
+  const where = `vector collection "${record.name}"${record.multiTenant ? ` tenant ${JSON.stringify(tenant)}` : ''}`;
+  const found = findCheckpoint(r.settings.indexDir, partitionIdentity(record, tenant));
+  let reason = found.ok ? '' : found.reason;
+  let partition: Partition | undefined;
+  let replayed = 0;
+  if (found.ok) {
+    try {
+      const index = new hnswlib.HierarchicalNSW(SPACE[record.metric], record.dimension);
+      index.readIndexSync(found.file, true);
+      const loaded = fillPartition(r.sql, record, tenant, index, found.meta.seq);
+      if (loaded) {
+        partition = loaded.partition;
+        replayed = loaded.replayed;
+      } else reason = 'the index does not match the stored vectors';
+    } catch (err) {
+      reason = `hnswlib could not read the index file (${(err as Error).message})`;
+    }
+  }
+  if (partition) {
+    if (replayed > 0) r.log('info', `${where}: loaded its index checkpoint and replayed ${replayed} newer changes`);
+  } else {
+    partition = fillPartition(r.sql, record, tenant, undefined, -1)!.partition;
+    const ms = Math.round(performance.now() - started);
+    if (found.ok || reason !== 'no checkpoint' || partition.size > 0) {
+      r.log('warn', `${where}: rebuilt its index from ${partition.size} stored vectors in ${ms} ms (${reason})`, {
+        collection: record.name,
+        vectors: partition.size,
+        ms,
+      });
+    }
+  }
+  if (partition.dirty > 0) r.checkpoint(partition);
+  return partition;
+}
+
+/**
+ * Builds a partition's committed state from SQLite and brings the graph up to date: with a
+ * checkpointed graph, rows newer than `since` are added and labels no longer stored are
+ * tombstoned; without one, every row is added. Undefined when the checkpoint disagrees with
+ * the rows (a live row it should hold is missing), so the caller rebuilds.
+ */
+function fillPartition(sql: VectorStatements, record: CollectionRecord, tenant: string, index: Hnsw | undefined, since: number) {
+  let graph = index;
+  if (!graph) {
+    const count = sql.countPartition.get(record.id, tenant) as number;
+    graph = new hnswlib.HierarchicalNSW(SPACE[record.metric], record.dimension);
+    graph.initIndex({
+      maxElements: Math.max(1024, Math.ceil(count * 1.1)),
+      m: record.hnsw.m,
+      efConstruction: record.hnsw.efConstruction,
+      randomSeed: 100,
+      allowReplaceDeleted: true,
+    });
+  }
+  const p = new Partition(record.id, tenant, record.metric, record.dimension, record.hnsw, graph);
+  const inGraph = index ? new Set(index.getIdsList()) : new Set<number>();
+  let old = 0;
+  let replayed = 0;
+  let maxSeq = Math.max(0, since);
+  // Rebuilding, points go into the fresh graph as they are read. Replaying, they wait until the
+  // stale labels are tombstoned, so that they can take over those slots (and the graph's room
+  // is counted right); there are at most the changes since the checkpoint.
+  const batch: Array<{ label: number; values: Float32Array }> = [];
+  for (const row of sql.loadPartition.iterate(since, record.id, tenant) as IterableIterator<RecoveryRow>) {
+    p.commitPut(row.id, row.label, JSON.parse(row.properties) as Properties);
+    if (row.seq > maxSeq) maxSeq = row.seq;
+    if (row.vec) {
+      if (inGraph.has(row.label)) return undefined;
+      batch.push({ label: row.label, values: blobToFloats(row.vec) });
+      if (!index && batch.length >= 1024) {
+        p.bulkAdd(batch);
+        replayed += batch.length;
+        batch.length = 0;
+      }
+    } else {
+      if (!inGraph.has(row.label)) return undefined;
+      old++;
+    }
+  }
+  p.indexLive += old;
+  let tombstoned = 0;
+  for (const label of inGraph) {
+    if (label >= p.nextLabel) p.nextLabel = label + 1;
+    if (!p.labelToId.has(label)) {
+      try {
+        graph.markDelete(label);
+        tombstoned++;
+      } catch {
+        // a tombstone already
+      }
+    }
+  }
+  p.bulkAdd(batch);
+  replayed += batch.length;
+  p.appliedSeq = maxSeq;
+  p.dirty = replayed + tombstoned;
+  p.index.setEf(record.hnsw.ef);
+  return { partition: p, replayed: replayed + tombstoned };
+}
