@@ -1,7 +1,8 @@
 // The LLM engine's kernels at every SIMD level against the scalar kernels, on random data of
 // awkward sizes (row counts and token counts that are not multiples of the tile sizes, a single
 // block, odd GQA groups, head dimensions the vector code does not cover, KV blocks of one
-// position). Called through llmKernelCheck, which runs one kernel of one level on the test's data.
+// position). Called through llmKernelCheck of the test-only addon (test/helpers/testing-addon.ts),
+// which runs one kernel of one level on the test's data.
 //
 // - quantized matmuls: the tile kernels (several rows x several tokens per call) and the one-dot-
 //   per-row-and-token path of every level against the scalar dot products: the integer sums are
@@ -11,16 +12,12 @@
 // - activation quantization: byte-identical to the scalar quantizer;
 // - attention of a GQA group over blocked KV rows, SiLU gating: within float rounding.
 import { describe, expect, it } from 'vitest';
-import { loadAddon } from '../src/native/addon.js';
 import type { SimdLevel } from '../src/native/surface.js';
 import { engineInfo } from '../src/native/gemm.js';
 import { dequantize, f32ToF16, quantize, type QuantType } from './helpers/ggml-quants.js';
+import { loadTestingAddon } from './helpers/testing-addon.js';
 
-interface KernelCheck {
-  llmKernelCheck(op: 'matmul' | 'attend' | 'silu', args: object, simd?: SimdLevel): Float32Array;
-  llmKernelCheck(op: 'quantize', args: object, simd?: SimdLevel): Uint8Array;
-}
-const addon = loadAddon() as unknown as KernelCheck;
+const addon = loadTestingAddon();
 const levels = engineInfo().simd.available as SimdLevel[];
 const simdLevels = levels.filter((l) => l !== 'scalar');
 

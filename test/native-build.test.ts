@@ -1,5 +1,6 @@
 // The two build files (binding.gyp for the CPU build, CMakeLists.txt for the CUDA build) must
-// compile the same sources, taken from one list: native/sources.json.
+// compile the same sources, taken from the lists of native/sources.json: the engine once, as a
+// library both addons link, and test and measurement code only where it belongs.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,8 +19,12 @@ const code = (file: string): string =>
     .join('\n');
 
 interface Sources {
-  cpu: string[];
+  engine: string[];
+  no_cuda: string[];
   cuda: string[];
+  addon: string[];
+  testing: string[];
+  tools_cuda: string[];
 }
 const sources = JSON.parse(read('native/sources.json')) as Sources;
 
@@ -34,44 +39,100 @@ function filesUnder(dir: string, ext: string): string[] {
 }
 
 // binding.gyp is a Python literal; ours is JSON apart from whole-line # comments.
-function bindingGyp(): { targets: Array<Record<string, unknown>> } {
-  return JSON.parse(code('binding.gyp')) as { targets: Array<Record<string, unknown>> };
+interface GypTarget {
+  target_name: string;
+  type?: string;
+  sources: string[];
+  dependencies?: string[];
+  cflags?: string[];
+}
+function bindingGyp(): { target_defaults: Record<string, unknown>; targets: GypTarget[] } {
+  return JSON.parse(code('binding.gyp')) as { target_defaults: Record<string, unknown>; targets: GypTarget[] };
 }
 
+// What gyp's <!@(...) expansion of a sources entry yields, run the same way gyp runs it (cwd = package root).
+function expand(entry: string): string[] {
+  const command = /^<!@\(node -p "(.*)"\)$/.exec(entry)?.[1];
+  if (command === undefined) throw new Error(`not a <!@(node -p ...) expansion: ${entry}`);
+  return execFileSync(process.execPath, ['-p', command], { cwd: root, encoding: 'utf8' }).trim().split(' ');
+}
+
+// The one source both N-API modules compile: the argument reader.
+const ARGS = 'native/addon/args.cc';
+
 describe('native/sources.json', () => {
-  // native/tools/ holds the mains of the standalone CUDA tools (CMakeLists.txt builds each as its
-  // own executable); every other .cc file belongs to the addon.
-  const TOOLS = 'native/tools/';
-  it('lists every .cc file under native/ but the tools exactly once, as cpu sources', () => {
-    expect([...sources.cpu].sort()).toEqual(filesUnder('native', '.cc').filter((f) => !f.startsWith(TOOLS)));
-    expect(new Set(sources.cpu).size).toBe(sources.cpu.length);
+  const sorted = (list: string[]) => [...list].sort();
+  // native/tools/*.cc are the mains of the standalone tools (CMakeLists.txt builds each as its own
+  // executable); every other source file is in one list.
+  const underAny = (file: string, dirs: string[]) => dirs.some((d) => file.startsWith(`native/${d}/`));
+
+  it('engine: every .cc file below the addon (core, ggml, backends/cpu, llm, tabular)', () => {
+    const engine = filesUnder('native', '.cc').filter((f) => underAny(f, ['core', 'ggml', 'backends/cpu', 'llm', 'tabular']));
+    expect(sorted(sources.engine)).toEqual(engine);
   });
 
-  it('lists every .cu file under native/ exactly once, as cuda sources', () => {
-    expect([...sources.cuda].sort()).toEqual(filesUnder('native', '.cu'));
+  it('cuda and no_cuda: the CUDA backends, and the one file a build without them compiles instead', () => {
+    expect(sorted(sources.cuda)).toEqual(filesUnder('native/backends', '.cu'));
     expect(sources.cuda.length).toBeGreaterThan(0);
+    expect(sources.no_cuda).toEqual(['native/backends/cuda/not_built.cc']);
+    expect(filesUnder('native/backends', '.cc').filter((f) => !f.startsWith('native/backends/cpu/'))).toEqual(sources.no_cuda);
+  });
+
+  it('addon and testing: the two N-API modules, sharing only the argument reader', () => {
+    expect(sorted(sources.addon)).toEqual(filesUnder('native/addon', '.cc'));
+    expect(sorted(sources.testing)).toEqual(sorted([...filesUnder('native/testing', '.cc'), ARGS]));
+    expect(sources.addon.filter((f) => sources.testing.includes(f))).toEqual([ARGS]);
+  });
+
+  it('tools_cuda: the CUDA code of the standalone tools, kept out of both addons', () => {
+    expect(sorted(sources.tools_cuda)).toEqual(filesUnder('native/tools', '.cu'));
+    expect(sources.tools_cuda.map((f) => path.posix.basename(f)).sort()).toEqual(['bandwidth.cu', 'kernel_check.cu']);
+  });
+
+  it('lists every source file under native/ once (the tools\' mains are CMake\'s)', () => {
+    const all = [...sources.engine, ...sources.no_cuda, ...sources.cuda, ...sources.addon, ...sources.testing, ...sources.tools_cuda];
+    const once = all.filter((f) => f !== ARGS);
+    expect(new Set(once).size).toBe(once.length);
+    const mains = filesUnder('native/tools', '.cc').filter((f) => path.posix.dirname(f) === 'native/tools');
+    expect(sorted([...new Set(all), ...mains])).toEqual(sorted([...filesUnder('native', '.cc'), ...filesUnder('native', '.cu')]));
   });
 });
 
 describe('binding.gyp', () => {
-  const target = bindingGyp().targets[0] ?? {};
+  const gyp = bindingGyp();
+  const target = (name: string): GypTarget => {
+    const t = gyp.targets.find((x) => x.target_name === name);
+    if (t === undefined) throw new Error(`binding.gyp has no target ${name}`);
+    return t;
+  };
 
-  it('builds build/Release/platform.node from the cpu list', () => {
-    expect(target['target_name']).toBe('platform');
-    expect(target['sources']).toEqual([`<!@(node -p "require('./native/sources.json').cpu.join(' ')")`]);
-    // What gyp's <!@(...) expansion yields, run the same way gyp runs it (cwd = package root).
-    const expanded = execFileSync(process.execPath, ['-p', "require('./native/sources.json').cpu.join(' ')"], {
-      cwd: root,
-      encoding: 'utf8',
-    });
-    expect(expanded.trim().split(' ')).toEqual(sources.cpu);
+  it('compiles the engine once, as a position-independent static library, with the no-CUDA stand-in', () => {
+    const engine = target('platform_engine');
+    expect(engine.type).toBe('static_library');
+    expect(engine.cflags).toContain('-fPIC');
+    expect(engine.sources.flatMap(expand)).toEqual([...sources.engine, ...sources.no_cuda]);
   });
 
-  it('uses node-addon-api with C++ exceptions, N-API 8 and C++17', () => {
-    expect(target['include_dirs']).toEqual([`<!(node -p "require('node-addon-api').include_dir")`]);
-    expect(target['defines']).toEqual(expect.arrayContaining(['NAPI_VERSION=8', 'NAPI_CPP_EXCEPTIONS']));
-    expect(target['cflags_cc!']).toContain('-fno-exceptions');
-    expect(target['cflags_cc']).toEqual(expect.arrayContaining(['-std=c++17', '-O3', '-fexceptions']));
+  it('builds build/Release/platform.node from the addon list and the engine library', () => {
+    const addon = target('platform');
+    expect(addon.type).toBeUndefined(); // node-gyp's default: a loadable module, platform.node
+    expect(addon.dependencies).toEqual(['platform_engine']);
+    expect(addon.sources.flatMap(expand)).toEqual(sources.addon);
+  });
+
+  it('builds build/Release/platform_testing.node from the testing list and the same library', () => {
+    const testing = target('platform_testing');
+    expect(testing.type).toBeUndefined();
+    expect(testing.dependencies).toEqual(['platform_engine']);
+    expect(testing.sources.flatMap(expand)).toEqual(sources.testing);
+  });
+
+  it('uses node-addon-api with C++ exceptions, N-API 8 and C++17 for every target', () => {
+    const d = gyp.target_defaults;
+    expect(d['include_dirs']).toEqual([`<!(node -p "require('node-addon-api').include_dir")`]);
+    expect(d['defines']).toEqual(expect.arrayContaining(['NAPI_VERSION=8', 'NAPI_CPP_EXCEPTIONS']));
+    expect(d['cflags_cc!']).toContain('-fno-exceptions');
+    expect(d['cflags_cc']).toEqual(expect.arrayContaining(['-std=c++17', '-O3', '-fexceptions']));
   });
 
   it('has no global ISA flags (kernels pick their ISA per function at run time)', () => {
@@ -82,24 +143,31 @@ describe('binding.gyp', () => {
 describe('CMakeLists.txt', () => {
   const cmake = read('CMakeLists.txt');
 
-  it('reads both source lists from native/sources.json', () => {
+  it('reads every source list from native/sources.json', () => {
     expect(cmake).toMatch(/cmake_minimum_required\(VERSION 3\.(19|[2-9]\d)/);
     expect(cmake).toContain('file(READ "${CMAKE_CURRENT_SOURCE_DIR}/native/sources.json"');
     expect(cmake).toContain('string(JSON');
-    expect(cmake).toContain('platform_sources(PLATFORM_CPU_SOURCES cpu)');
-    expect(cmake).toContain('platform_sources(PLATFORM_CUDA_SOURCES cuda)');
-    expect(cmake).toContain('add_library(platform SHARED ${PLATFORM_CPU_SOURCES}');
+    for (const key of Object.keys(sources)) expect(cmake).toMatch(new RegExp(`platform_sources\\(PLATFORM_\\w+_SOURCES ${key}\\)`));
     // no hand-written source list (only the tools' mains are named)
-    expect(cmake.replace(/native\/tools\/\w+\.cc/g, '')).not.toMatch(/\bnative\/\w+\/\w+\.(cc|cu)\b/);
+    expect(cmake.replace(/native\/tools\/\w+\.cc/g, '')).not.toMatch(/\bnative\/[\w/]+\.(cc|cu)\b/);
   });
 
-  it('builds the standalone tools from native/tools/, each a main of its own', () => {
+  it('links both addons against one engine library: CUDA sources or their stand-in', () => {
+    expect(cmake).toContain('add_library(${name} STATIC ${PLATFORM_ENGINE_SOURCES} ${PLATFORM_CUDA_SOURCES})');
+    expect(cmake).toContain('add_library(${name} STATIC ${PLATFORM_ENGINE_SOURCES} ${PLATFORM_NO_CUDA_SOURCES})');
+    expect(cmake).toContain('POSITION_INDEPENDENT_CODE ON');
+    expect(cmake).toContain('add_library(platform SHARED ${PLATFORM_ADDON_SOURCES}');
+    expect(cmake).toContain('add_library(platform_testing SHARED ${PLATFORM_TESTING_SOURCES}');
+    expect(cmake).toContain('target_link_libraries(${addon} PRIVATE platform_engine');
+  });
+
+  it('builds the standalone tools from native/tools/, each a main of its own, the CUDA checks apart', () => {
     for (const f of filesUnder('native/tools', '.cc')) expect(cmake).toContain(`\${CMAKE_CURRENT_SOURCE_DIR}/${f}`);
+    expect(cmake).toContain('add_library(platform_tools_cuda STATIC ${PLATFORM_TOOLS_CUDA_SOURCES})');
   });
 
-  it('adds the CUDA sources, define, architectures and runtime when PLATFORM_CUDA is on', () => {
+  it('adds the CUDA define, architectures and runtime when PLATFORM_CUDA is on', () => {
     expect(cmake).toContain('check_language(CUDA)');
-    expect(cmake).toContain('target_sources(platform PRIVATE ${PLATFORM_CUDA_SOURCES})');
     expect(cmake).toContain('PLATFORM_WITH_CUDA=1');
     expect(cmake).toContain('"90a-real;80-real;80-virtual"');
     expect(cmake).toContain('CUDA::cudart');

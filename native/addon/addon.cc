@@ -1,5 +1,5 @@
 // Module entry point: the N-API surface of the native engine. Files in addon/ only check
-// arguments and move work off the JavaScript thread; the work itself lives in core/ and cpu/.
+// arguments and move work off the JavaScript thread; the engines and backends below do the work.
 #include <napi.h>
 
 #include "engine_info.h"

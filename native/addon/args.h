@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "../core/gemm.h"
+#include "../backends/cpu/gemm.h"
 
 namespace platform::addon {
 

@@ -6,7 +6,7 @@
 #include "../core/thread_pool.h"
 #include "../core/version.h"
 #if defined(PLATFORM_WITH_CUDA)
-#include "../cuda/device_info.h"
+#include "../backends/cuda/device_info.h"
 #endif
 
 namespace platform::addon {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "../core/gemm.h"
+#include "../backends/cpu/gemm.h"
 #include "args.h"
 
 namespace platform::addon {

@@ -1,20 +1,31 @@
+// The KV budget and the block pool; see kv_cache.h.
 #include "kv_cache.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace platform::llm {
 
-KvCache::KvCache(int64_t n_layers, int64_t kv_dim, int64_t block_size, int64_t n_blocks,
-                 int64_t element_bytes, bool host_storage)
-    : n_layers_(n_layers), kv_dim_(kv_dim), block_size_(block_size), n_blocks_(n_blocks), element_bytes_(element_bytes),
-      data_(host_storage ? new float[static_cast<size_t>(n_layers * n_blocks * 2 * block_size * kv_dim)] : nullptr) {
+int64_t kv_budget_blocks(const EngineOptions& options, int64_t context, int64_t block_bytes) {
+  const int64_t blocks_per_context = (context + options.block_size - 1) / options.block_size;
+  int64_t n_blocks;
+  if (options.kv_cache_bytes > 0) {
+    n_blocks = options.kv_cache_bytes / block_bytes;
+  } else {
+    n_blocks = std::min<int64_t>(blocks_per_context * options.max_running, kDefaultKvBudgetBytes / block_bytes);
+    n_blocks = std::max<int64_t>(n_blocks, std::min<int64_t>(blocks_per_context, kOneContextKvFloorBytes / block_bytes));
+  }
+  if (n_blocks < 1) {
+    throw std::invalid_argument("kvCacheBytes is smaller than one KV block (" + std::to_string(block_bytes) + " bytes)");
+  }
+  return std::min<int64_t>(n_blocks, (int64_t{1} << 31) - 1);
+}
+
+KvCache::KvCache(int64_t block_size, int64_t n_blocks) : block_size_(block_size), n_blocks_(n_blocks) {
   free_.reserve(static_cast<size_t>(n_blocks));
   // Hand out low ids first (pop_back), so a lightly used cache touches few pages.
   for (int64_t b = n_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
-}
-
-int64_t KvCache::block_bytes(int64_t n_layers, int64_t kv_dim, int64_t block_size, int64_t element_bytes) {
-  return n_layers * 2 * block_size * kv_dim * element_bytes;
 }
 
 int32_t KvCache::allocate() {

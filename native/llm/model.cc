@@ -12,6 +12,9 @@
 namespace platform::llm {
 namespace {
 
+using ggml::GgufError;
+using ggml::GgufTensor;
+
 std::string shape_string(const std::vector<int64_t>& dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
@@ -36,7 +39,7 @@ WeightMatrix matrix(const GgufFile& f, const std::string& name, int64_t rows, in
   w.type = t.type;
   w.rows = rows;
   w.cols = cols;
-  w.row_bytes = cpu::row_bytes(t.type, cols);
+  w.row_bytes = ggml::row_bytes(t.type, cols);
   w.data = t.data;
   return w;
 }
@@ -44,7 +47,7 @@ WeightMatrix matrix(const GgufFile& f, const std::string& name, int64_t rows, in
 std::vector<float> vector_f32(const GgufFile& f, const std::string& name, int64_t n) {
   const GgufTensor& t = require_tensor(f, name, {n});
   std::vector<float> v(static_cast<size_t>(n));
-  cpu::dequantize_row(t.type, t.data, v.data(), n);
+  ggml::dequantize_row(t.type, t.data, v.data(), n);
   return v;
 }
 
@@ -82,8 +85,6 @@ void StageProfile::mark(Stage s) {
   seconds_[cls_][s] += static_cast<double>(t - last_ns_) * 1e-9;
   last_ns_ = t;
 }
-
-void StageProfile::end() {}
 
 StageProfile::~StageProfile() {
   if (!enabled_) return;
@@ -205,7 +206,7 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 
 std::map<std::string, int64_t> Model::tensor_types() const {
   std::map<std::string, int64_t> counts;
-  for (const GgufTensor& t : file_.tensors()) ++counts[cpu::type_name(t.type)];
+  for (const GgufTensor& t : file_.tensors()) ++counts[ggml::type_name(t.type)];
   return counts;
 }
 
@@ -277,7 +278,6 @@ void Model::forward(const std::vector<BatchEntry>& batch, Backend& be) {
   be.rmsnorm(xb, x, w.output_norm, true);
   be.output(xb, be.buffer(Backend::kLogits));
   mark(StageProfile::kOutput);
-  prof.end();
 }
 
 }  // namespace platform::llm

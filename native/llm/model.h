@@ -12,35 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "gguf.h"
-#include "kv_cache.h"
-#include "matmul.h"
+#include "../backends/llm_backend.h"
+#include "../ggml/gguf.h"
 
 namespace platform::llm {
 
-struct ModelConfig {
-  std::string architecture;  // "llama" or "qwen2"
-  int64_t dim = 0;           // embedding length
-  int64_t n_layers = 0;
-  int64_t n_heads = 0;
-  int64_t n_kv_heads = 0;  // < n_heads: grouped-query attention
-  int64_t head_dim = 0;
-  int64_t ffn_dim = 0;
-  int64_t vocab = 0;
-  int64_t train_context = 0;  // {arch}.context_length
-  float rms_eps = 1e-5f;
-  float rope_base = 10000.0f;
-  int64_t rope_dim = 0;     // leading dimensions of each head that RoPE rotates
-  bool rope_neox = false;   // qwen2: pairs (x[i], x[i + d/2]); llama: (x[2i], x[2i+1])
-  bool tied_output = false;  // no output.weight: logits use token_embd
-  bool has_qkv_bias = false;
-  int32_t bos_token = -1;
-  std::vector<int32_t> eos_tokens;  // eos and eot ids
-
-  int64_t q_dim() const { return n_heads * head_dim; }
-  int64_t kv_dim() const { return n_kv_heads * head_dim; }
-};
+using ggml::GgufFile;
 
 // One sequence's share of a forward step: tokens[0..n) at positions pos0..pos0+n, its block
 // table already covering those positions. Logits come back for the last token, or for every
@@ -65,7 +42,6 @@ class StageProfile {
   bool enabled() const { return enabled_; }
   void begin(int64_t n);        // a forward step of n tokens starts
   void mark(Stage s);           // the time since the previous mark goes to s
-  void end();
 
  private:
   bool enabled_ = false;

@@ -12,18 +12,9 @@
 #include <utility>
 #include <vector>
 
-namespace platform::llm {
+#include "../backends/llm_backend.h"
 
-struct SamplingParams {
-  float temperature = 0.0f;  // <= 0: greedy
-  int32_t top_k = 0;         // 0: off
-  float top_p = 1.0f;        // 1: off
-  float min_p = 0.0f;        // 0: off
-  float frequency_penalty = 0.0f;
-  float presence_penalty = 0.0f;
-  bool has_seed = false;
-  uint64_t seed = 0;
-};
+namespace platform::llm {
 
 class Sampler {
  public:

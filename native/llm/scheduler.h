@@ -1,137 +1,125 @@
-// Continuous batching for one loaded model: a scheduler thread that, step after step,
-//   1. drops cancelled sequences (their KV blocks go back to the free list at once),
-//   2. admits waiting sequences (FIFO) while the running set has room and the KV budget can
-//      reserve their blocks,
-//   3. builds one batch: one token for every decoding sequence, plus prompt chunks of the
-//      sequences still prefilling, within max_batch_tokens (so a long prompt is spread over
-//      several steps and the running streams keep their pace),
-//   4. runs one forward pass for the batch (each weight matrix is read once per step),
-//   5. samples, and hands the step's events (tokens, finishes, logits) to the sink.
-// A sequence reserves the blocks for min(prompt + max_tokens, context) positions when it is
-// admitted, so decoding can never run out of cache (no preemption needed); the blocks
-// themselves are taken from the free list as positions are written.
+// Continuous batching for one loaded model: which sequences run, and what each step feeds them.
+//   admission  waiting sequences join the running set in arrival order while it has room
+//              (max_running) and the KV budget can reserve their blocks; a head that does not
+//              fit waits (no overtaking, no starvation);
+//   reserve    a sequence reserves the blocks for min(prompt + max_tokens, context) positions
+//              when it is admitted, so decoding can never run out of cache (no preemption
+//              needed); the blocks themselves are taken from the free list as positions are
+//              written, and all go back when it finishes or is cancelled;
+//   a step     one token for every decoding sequence, plus prompt chunks of the sequences still
+//              prefilling, within max_batch_tokens (so a long prompt is spread over several steps
+//              and the running streams keep their pace);
+//   update     the step's tokens, finishes (stop, length, error) and logits become events, and
+//              finished sequences leave the running set.
+// The engine's thread alternates schedule() and update() around each forward pass (engine.cc);
+// submit, cancel, stop and the counts may come from any thread (they take the scheduler's mutex).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <stdexcept>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
-#include "backend.h"
+#include "engine_options.h"
 #include "kv_cache.h"
 #include "model.h"
+#include "request.h"
 #include "sampler.h"
 
 namespace platform::llm {
 
-// A refused request. code: "overloaded", "context_length", "kv_cache", "unloaded".
-class EngineError : public std::runtime_error {
- public:
-  EngineError(std::string code, const std::string& message)
-      : std::runtime_error(message), code_(std::move(code)) {}
-  const std::string& code() const { return code_; }
+using Clock = std::chrono::steady_clock;
 
- private:
-  std::string code_;
-};
-
-struct EngineOptions {
-  std::string backend = "cpu";     // "cpu" or "cuda" (device 0; needs the CUDA build)
-  int threads = 0;                 // <= 0: default_thread_count()
-  int64_t context_length = 0;      // <= 0: the model's training context
-  int64_t kv_cache_bytes = 0;      // <= 0: room for max_running full contexts, at most 1 GiB
-  int32_t max_running = 8;         // sequences decoded together
-  int32_t max_queued = 64;         // sequences waiting for admission
-  int32_t block_size = 16;         // positions per KV block
-  int32_t max_batch_tokens = 256;  // tokens per forward step (decode tokens + prefill chunks)
-  std::optional<SimdLevel> simd;   // kernels at or below this level (default: the process level)
-};
-
-struct GenerateRequest {
-  std::vector<int32_t> prompt;
-  int32_t max_tokens = 16;
-  SamplingParams sampling;
-  bool logits_only = false;  // run the prompt, return logits, generate nothing
-  bool all_logits = false;   // logits_only: every position, not just the last
-};
-
-enum class FinishReason { kStop, kLength, kCancelled, kError };
-const char* finish_reason_name(FinishReason r);
-
-struct Event {
-  enum class Type { kToken, kDone, kLogits };
-  Type type = Type::kToken;
+// One request in the engine, from submit to its final event.
+struct Sequence {
   uint64_t id = 0;
-  int32_t token = -1;
-  // kDone / kLogits:
-  FinishReason reason = FinishReason::kStop;
-  std::string error;
-  int64_t prompt_tokens = 0, completion_tokens = 0;
-  double queued_ms = 0, prefill_ms = 0, decode_ms = 0;
-  std::vector<float> logits;  // kLogits: [positions][vocab]
+  GenerateRequest req;
+  Sampler sampler;
+  int64_t limit = 0;            // positions this sequence may use (prompt + generated)
+  int64_t reserved = 0;         // KV blocks reserved at admission
+  std::vector<int32_t> blocks;  // block table
+  int64_t n_past = 0;           // positions written to the KV cache
+  std::vector<int32_t> generated;
+  std::vector<float> logits;    // logits_only + all_logits: rows gathered across chunks
+  std::atomic<bool> cancelled{false};
+  bool done = false;
+  Clock::time_point t_submit, t_admit, t_first;
+
+  Sequence(GenerateRequest r, int64_t vocab) : req(std::move(r)), sampler(req.sampling, vocab) {}
+  bool prefilling() const { return n_past < static_cast<int64_t>(req.prompt.size()); }
 };
 
-struct EngineStats {
-  int64_t running = 0, waiting = 0;
-  int64_t kv_blocks_used = 0, kv_blocks_reserved = 0, kv_blocks_total = 0, kv_block_size = 0;
-  uint64_t steps = 0, tokens_generated = 0;
+// One step's work: the forward pass's batch and the sequence of each entry, in the same order.
+// An empty batch: nothing to run now.
+struct Schedule {
+  std::vector<Sequence*> seqs;    // [entries]
+  std::vector<BatchEntry> batch;  // [entries]
+  bool stopping = false;          // stop() was called: every sequence is gone, the loop ends
 };
 
-class Engine {
+// What a step's forward pass and sampling produced.
+struct StepOutput {
+  std::vector<int32_t> sampled;   // [entries]: the next token, or -1 where none was sampled
+  const float* logits = nullptr;  // the step's logits rows in host memory ([rows][vocab]), if read
+  std::string error;              // non-empty: the step failed and every sequence in it ends
+};
+
+class Scheduler {
  public:
-  using Sink = std::function<void(std::vector<Event>&&)>;
+  // kv_blocks: the KV budget (kv_budget_blocks); context: positions one sequence may reach.
+  Scheduler(const ModelConfig& config, const EngineOptions& options, int64_t context, int64_t kv_blocks);
 
-  // Starts the scheduler thread. Throws std::invalid_argument on unusable options.
-  Engine(std::unique_ptr<Model> model, const EngineOptions& options, Sink sink);
-  ~Engine();
+  const KvCache& kv() const { return kv_; }
 
-  // Queues a request and returns its id; throws EngineError (the caller's input was fine but
-  // cannot be served) or std::invalid_argument (bad tokens).
-  uint64_t submit(GenerateRequest request);
-  // Cancels a waiting or running sequence (its kDone event says kCancelled); unknown ids are ignored.
+  // Sizes the sequence's reservation, queues it and returns its id. Throws EngineError "unloaded"
+  // after stop() and "overloaded" when max_queued sequences already wait.
+  uint64_t submit(std::shared_ptr<Sequence> s);
+  // Marks a waiting or running sequence cancelled (the next schedule() retires it); unknown ids are
+  // ignored.
   void cancel(uint64_t id);
-  EngineStats stats();
-  // Cancels everything, waits for the scheduler thread to exit. Idempotent.
+  // Every sequence ends as cancelled at the next schedule(), which then reports stopping.
   void stop();
 
-  const Model& model() const { return *model_; }
-  const EngineOptions& options() const { return opt_; }
-  int64_t context_length() const { return context_; }
-  int64_t kv_cache_bytes() const { return kv_->bytes(); }
-  const Backend& backend() const { return *backend_; }
+  struct Counts {
+    int64_t running = 0, waiting = 0, reserved_blocks = 0;
+  };
+  Counts counts();
+  uint64_t tokens_generated() const { return generated_.load(); }
+
+  // The engine's thread. Waits until there is work (or stop()), retires cancelled sequences (all of
+  // them when stopping) with their final events, admits waiting ones, and lays out the next step,
+  // taking KV blocks for its new positions.
+  Schedule schedule(std::vector<Event>& events);
+  // The engine's thread, after the step ran: its tokens, finishes and logits as events.
+  void update(const Schedule& step, const StepOutput& out, std::vector<Event>& events);
 
  private:
-  struct Sequence;
-  void loop();
-  void step(std::vector<Event>& events);
+  // With mu_ held (or on the engine's thread before the sequence is visible elsewhere).
   void finish(Sequence& s, FinishReason reason, std::vector<Event>& events, const std::string& error = "");
+  void retire_cancelled(bool all, std::vector<Event>& events);
+  void admit();
+  Schedule layout_step();
 
-  std::unique_ptr<Model> model_;
-  EngineOptions opt_;
-  int64_t context_ = 0;
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<KvCache> kv_;
-  Sink sink_;
+  const ModelConfig& config_;
+  const EngineOptions options_;
+  const int64_t context_;
+  KvCache kv_;
 
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
   uint64_t next_id_ = 1;
   std::deque<std::shared_ptr<Sequence>> waiting_;
-  std::vector<std::shared_ptr<Sequence>> running_;  // changed only by the scheduler, under mu_
+  std::vector<std::shared_ptr<Sequence>> running_;  // changed only by the engine's thread, under mu_
   std::unordered_map<uint64_t, std::shared_ptr<Sequence>> by_id_;
   int64_t reserved_blocks_ = 0;
-  std::atomic<uint64_t> steps_{0}, generated_{0};
-  std::thread thread_;
+  std::atomic<uint64_t> generated_{0};
 };
 
 }  // namespace platform::llm

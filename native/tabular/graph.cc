@@ -7,23 +7,20 @@
 #include <unordered_set>
 
 #include "../core/thread_pool.h"
-#ifdef PLATFORM_WITH_CUDA
-#include "../cuda/tabular_gemm.h"
-#endif
 
 namespace platform::tabular {
 namespace {
 
-const KernelRegistry& registry() {
-  static const KernelRegistry* r = [] {
-    auto* reg = new KernelRegistry();
-    add_elementwise_kernels(*reg);
-    add_linalg_kernels(*reg);
-    add_shape_kernels(*reg);
-    add_nn_kernels(*reg);
-    add_ml_linear_kernels(*reg);
-    add_ml_encode_kernels(*reg);
-    add_ml_tree_kernels(*reg);
+const OpRegistry& registry() {
+  static const OpRegistry* r = [] {
+    auto* reg = new OpRegistry();
+    add_elementwise_ops(*reg);
+    add_linalg_ops(*reg);
+    add_shape_ops(*reg);
+    add_nn_ops(*reg);
+    add_ml_linear_ops(*reg);
+    add_ml_encode_ops(*reg);
+    add_ml_tree_ops(*reg);
     return reg;
   }();
   return *r;
@@ -37,7 +34,7 @@ std::string node_label(const NodeDesc& n) {
   return "node \"" + n.name + "\" (operator \"" + qualified(n) + "\")";
 }
 
-// Prefixes a kernel's message with the node, once.
+// Prefixes an operator's message with the node, once.
 [[noreturn]] void rethrow_for(const std::string& label) {
   try {
     throw;
@@ -50,7 +47,6 @@ std::string node_label(const NodeDesc& n) {
   }
 }
 
-#ifdef PLATFORM_WITH_CUDA
 // The crossover row count when CompileOptions does not give one.
 int64_t default_cuda_min_rows() {
   const char* env = std::getenv("PLATFORM_TABULAR_CUDA_MIN_ROWS");
@@ -82,7 +78,6 @@ int64_t bias_length(const Tensor& t, int64_t N) {
   if (t.rank() >= 1 && t.dim(t.rank() - 1) == N && t.size() == N) return N;
   return 0;
 }
-#endif
 
 ValueInfo info_from_desc(const ValueDesc& d) {
   ValueInfo v;
@@ -101,14 +96,10 @@ std::shared_ptr<const Graph> Graph::compile(const ModelDesc& model, const Compil
   g->outputs_ = model.outputs;
   g->threads_ = resolve_thread_count(options.threads);
   if (options.device == Device::kCuda) {
-#ifdef PLATFORM_WITH_CUDA
-    const std::string why = cuda::tabular_device_unavailable();
+    const std::string why = gemm_device_unavailable();
     if (!why.empty()) fail("instance type cuda is not available on this host: " + why);
     g->cuda_min_rows_ = options.cuda_min_rows >= 0 ? options.cuda_min_rows : default_cuda_min_rows();
-    g->device_ = cuda::TabularDevice::open(0);
-#else
-    fail("instance type cuda is not available on this host: this addon was built without CUDA (run `npm run build:cuda`)");
-#endif
+    g->device_ = open_gemm_device(0);
   }
 
   std::unordered_map<std::string, int> ids;
@@ -187,7 +178,7 @@ std::shared_ptr<const Graph> Graph::compile(const ModelDesc& model, const Compil
     ctx.device = g->device_;
     ctx.device_min_rows = g->cuda_min_rows_;
     try {
-      node.kernel = factory->second(ctx);
+      node.op = factory->second(ctx);
     } catch (...) {
       rethrow_for(label);
     }
@@ -256,7 +247,6 @@ std::shared_ptr<const Graph> Graph::compile(const ModelDesc& model, const Compil
 }
 
 void Graph::plan_device_chains(const ModelDesc& model, const std::vector<ValueInfo>& infos) {
-#ifdef PLATFORM_WITH_CUDA
   std::vector<int> readers(static_cast<size_t>(value_count_), 0);
   for (const Node& node : nodes_) {
     for (int id : node.inputs) {
@@ -265,18 +255,18 @@ void Graph::plan_device_chains(const ModelDesc& model, const std::vector<ValueIn
   }
   std::vector<bool> is_output(static_cast<size_t>(value_count_), false);
   for (int id : output_ids_) is_output[id] = true;
-  std::unordered_map<int, cuda::TabularBufferId> uploaded;  // value id -> device buffer
+  std::unordered_map<int, DeviceBufferId> uploaded;  // value id -> device buffer
   auto upload = [&](int id) {
     auto it = uploaded.find(id);
     if (it != uploaded.end()) return it->second;
     const Tensor& t = constants_[id];
-    const cuda::TabularBufferId b = device_->upload(t.data<float>(), t.size());
+    const DeviceBufferId b = device_->upload(t.data<float>(), t.size());
     uploaded.emplace(id, b);
     return b;
   };
 
   // Node n as a device product: a float Gemm (transA 0) or MatMul whose B is a constant matrix.
-  auto product = [&](size_t n, cuda::TabularLayer& layer, int& a_id) -> bool {
+  auto product = [&](size_t n, DeviceLayer& layer, int& a_id) -> bool {
     const NodeDesc& nd = model.nodes[n];
     const Node& node = nodes_[n];
     const bool gemm = nd.op_type == "Gemm", matmul = nd.op_type == "MatMul";
@@ -287,7 +277,7 @@ void Graph::plan_device_chains(const ModelDesc& model, const std::vector<ValueIn
     if (!b.defined() || b.dtype() != DType::kFloat || b.rank() != 2) return false;
     const ValueInfo& a = infos[node.inputs[0]];
     if (a.dtype != DType::kFloat || a.constant != nullptr || (a.has_shape && a.rank() != 2)) return false;
-    cuda::TabularLayer l;
+    DeviceLayer l;
     int bias_id = -1;
     if (gemm) {
       if (attr_int_or(nd, "transA", 0) != 0) return false;
@@ -305,7 +295,7 @@ void Graph::plan_device_chains(const ModelDesc& model, const std::vector<ValueIn
       l.K = b.dim(0);
       l.N = b.dim(1);
     }
-    if (a.has_shape && a.dims[1] >= 0 && a.dims[1] != l.K) return false;  // the kernel reports it
+    if (a.has_shape && a.dims[1] >= 0 && a.dims[1] != l.K) return false;  // the operator reports it
     l.weight = upload(node.inputs[1]);
     if (bias_id >= 0) l.bias = upload(bias_id);
     layer = l;
@@ -321,7 +311,7 @@ void Graph::plan_device_chains(const ModelDesc& model, const std::vector<ValueIn
 
   for (size_t n = 0; n < nodes_.size(); ++n) {
     DeviceChain c;
-    cuda::TabularLayer layer;
+    DeviceLayer layer;
     int a_id = -1;
     if (!product(n, layer, a_id)) continue;
     c.first = n;
@@ -334,7 +324,7 @@ void Graph::plan_device_chains(const ModelDesc& model, const std::vector<ValueIn
       const size_t next = cur + 1;
       const NodeDesc& nd = model.nodes[next];
       const Node& node = nodes_[next];
-      cuda::TabularLayer& last = c.layers.back();
+      DeviceLayer& last = c.layers.back();
       if (!nd.domain.empty()) break;
       if (nd.op_type == "Add" && !activated && last.bias < 0 && node.inputs.size() == 2) {
         const int other = node.inputs[0] == v ? node.inputs[1] : node.inputs[0];
@@ -345,12 +335,12 @@ void Graph::plan_device_chains(const ModelDesc& model, const std::vector<ValueIn
         last.beta = 1.0f;
       } else if ((nd.op_type == "Relu" || nd.op_type == "Sigmoid" || nd.op_type == "Tanh") && !activated &&
                  node.inputs.size() == 1) {
-        last.activation = nd.op_type == "Relu"      ? cuda::TabularActivation::kRelu
-                          : nd.op_type == "Sigmoid" ? cuda::TabularActivation::kSigmoid
-                                                    : cuda::TabularActivation::kTanh;
+        last.activation = nd.op_type == "Relu"      ? DeviceActivation::kRelu
+                          : nd.op_type == "Sigmoid" ? DeviceActivation::kSigmoid
+                                                    : DeviceActivation::kTanh;
         activated = true;
       } else {
-        cuda::TabularLayer l2;
+        DeviceLayer l2;
         int a2 = -1;
         if (!product(next, l2, a2) || a2 != v || l2.K != last.N) break;
         c.layers.push_back(l2);
@@ -365,15 +355,11 @@ void Graph::plan_device_chains(const ModelDesc& model, const std::vector<ValueIn
     chains_.push_back(std::move(c));
     n = cur;
   }
-#else
-  (void)model, (void)infos;
-#endif
 }
 
 bool Graph::run_chain(const DeviceChain& c, std::vector<Tensor>& slots) const {
-#ifdef PLATFORM_WITH_CUDA
   const Tensor& x = slots[c.input];
-  // Anything unexpected (a bad input the kernels will name, a small batch) runs node by node.
+  // Anything unexpected (a bad input the operators will name, a small batch) runs node by node.
   if (!x.defined() || x.dtype() != DType::kFloat || x.rank() != 2 || x.dim(1) != c.layers.front().K ||
       x.dim(0) < cuda_min_rows_) {
     return false;
@@ -384,18 +370,9 @@ bool Graph::run_chain(const DeviceChain& c, std::vector<Tensor>& slots) const {
                       y.data<float>());
   slots[c.output] = std::move(y);
   return true;
-#else
-  (void)c, (void)slots;
-  return false;
-#endif
 }
 
-std::string Graph::device_name() const {
-#ifdef PLATFORM_WITH_CUDA
-  if (device_) return device_->device_name();
-#endif
-  return "";
-}
+std::string Graph::device_name() const { return device_ ? device_->name() : ""; }
 
 size_t Graph::device_layers() const {
   size_t n = 0;
@@ -403,12 +380,7 @@ size_t Graph::device_layers() const {
   return n;
 }
 
-int64_t Graph::device_bytes() const {
-#ifdef PLATFORM_WITH_CUDA
-  if (device_) return device_->resident_bytes();
-#endif
-  return 0;
-}
+int64_t Graph::device_bytes() const { return device_ ? device_->resident_bytes() : 0; }
 
 std::vector<Tensor> Graph::check_inputs(std::vector<NamedTensor> given) const {
   std::vector<Tensor> ordered(inputs_.size());
@@ -488,9 +460,9 @@ std::vector<GraphOutput> Graph::run(std::vector<Tensor> inputs, const RunOptions
       in[k] = &slots[id];
       if (node.last_use[k]) reusable[k] = &slots[id];
     }
-    KernelContext ctx(std::move(in), std::move(reusable), node.outputs.size(), threads);
+    OpContext ctx(std::move(in), std::move(reusable), node.outputs.size(), threads);
     try {
-      node.kernel->run(ctx);
+      node.op->run(ctx);
     } catch (...) {
       rethrow_for(node.label);
     }

@@ -1,4 +1,4 @@
-// A compiled tabular ONNX graph: value slots, one kernel per node in the given topological order,
+// A compiled tabular ONNX graph: value slots, one operator per node in the given topological order,
 // and for each node the values that die after it (freed as soon as their last reader has run, so
 // a long MLP holds at most a few activations at a time).
 //
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "../cuda/tabular_gemm.h"  // plain C++ declarations; only called in the CUDA build
-#include "kernel.h"
+#include "../backends/tabular_device.h"
+#include "op.h"
 #include "model.h"
 #include "tensor.h"
 
@@ -89,12 +89,12 @@ class Graph {
  private:
   struct Node {
     std::string label;  // node "<name>" (operator "<op>")
-    std::unique_ptr<Kernel> kernel;
+    std::unique_ptr<Op> op;
     std::vector<int> inputs;   // value ids, -1 for an omitted optional input
     std::vector<int> outputs;  // value ids, -1 for an omitted optional output
     std::vector<bool> last_use;  // per input: no later node or graph output reads it
     std::vector<int> release;    // values to free after this node
-    int chain = -1;              // CUDA: index in chains_ of the device chain this node starts
+    int chain = -1;              // on a device: index in chains_ of the device chain this node starts
   };
 
   // Consecutive nodes [first, end) that run as one device call when their input has enough rows:
@@ -105,7 +105,7 @@ class Graph {
     size_t first = 0, end = 0;
     int input = -1;   // value id of the first product's A
     int output = -1;  // value id of the last node's output
-    std::vector<cuda::TabularLayer> layers;
+    std::vector<DeviceLayer> layers;
   };
 
   void plan_device_chains(const ModelDesc& model, const std::vector<ValueInfo>& infos);
@@ -122,7 +122,7 @@ class Graph {
   std::vector<std::string> operators_;
   int64_t initializer_bytes_ = 0;
   int threads_ = 1;
-  std::shared_ptr<cuda::TabularDevice> device_;  // null: CPU only
+  std::shared_ptr<GemmDevice> device_;  // null: CPU only
   int64_t cuda_min_rows_ = 0;
   std::vector<DeviceChain> chains_;
 };

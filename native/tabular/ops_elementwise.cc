@@ -15,7 +15,7 @@
 #include <type_traits>
 
 #include "../core/thread_pool.h"
-#include "kernel.h"
+#include "op.h"
 
 namespace platform::tabular {
 namespace {
@@ -151,9 +151,9 @@ void binary_loop(const T* a, const Shape& as, const T* b, const Shape& bs, T* y,
 }
 
 template <BinOp op>
-class BinaryKernel : public Kernel {
+class BinaryOp : public Op {
  public:
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     if (a.dtype() != b.dtype()) {
@@ -190,7 +190,7 @@ class BinaryKernel : public Kernel {
 };
 
 template <BinOp op>
-std::unique_ptr<Kernel> make_binary(CompileContext& ctx) {
+std::unique_ptr<Op> make_binary(CompileContext& ctx) {
   ctx.expect_inputs(2, 2);
   ctx.expect_outputs(1, 1);
   const ValueInfo& a = ctx.input(0);
@@ -219,7 +219,7 @@ std::unique_ptr<Kernel> make_binary(CompileContext& ctx) {
     }
   }
   ctx.outputs = {out};
-  return std::make_unique<BinaryKernel<op>>();
+  return std::make_unique<BinaryOp<op>>();
 }
 
 // ---- unary ----
@@ -242,11 +242,11 @@ inline T unary_apply(T x, T alpha) {
 }
 
 template <UnOp op>
-class UnaryKernel : public Kernel {
+class UnaryOp : public Op {
  public:
-  explicit UnaryKernel(double alpha) : alpha_(alpha) {}
+  explicit UnaryOp(double alpha) : alpha_(alpha) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     Tensor y = ctx.output_like(0, x.dtype(), x.shape());
     auto body = [&](auto tag) {
@@ -285,7 +285,7 @@ class UnaryKernel : public Kernel {
 };
 
 template <UnOp op>
-std::unique_ptr<Kernel> make_unary(CompileContext& ctx) {
+std::unique_ptr<Op> make_unary(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   if constexpr (op == UnOp::kRelu) {
@@ -298,30 +298,30 @@ std::unique_ptr<Kernel> make_unary(CompileContext& ctx) {
   ValueInfo out = ctx.input(0);
   out.constant = nullptr;
   ctx.outputs = {out};
-  return std::make_unique<UnaryKernel<op>>(alpha);
+  return std::make_unique<UnaryOp<op>>(alpha);
 }
 
 // ---- Identity ----
 
-class IdentityKernel : public Kernel {
+class IdentityOp : public Op {
  public:
-  void run(KernelContext& ctx) const override { ctx.set_output(0, ctx.input(0)); }
+  void run(OpContext& ctx) const override { ctx.set_output(0, ctx.input(0)); }
 };
 
-std::unique_ptr<Kernel> make_identity(CompileContext& ctx) {
+std::unique_ptr<Op> make_identity(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   ValueInfo out = ctx.input(0);
   out.constant = nullptr;
   ctx.outputs = {out};
-  return std::make_unique<IdentityKernel>();
+  return std::make_unique<IdentityOp>();
 }
 
 // ---- Clip ----
 
-class ClipKernel : public Kernel {
+class ClipOp : public Op {
  public:
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     for (size_t i = 1; i < 3; ++i) {
       if (ctx.has_input(i) && ctx.input(i).size() != 1) {
@@ -363,7 +363,7 @@ class ClipKernel : public Kernel {
   }
 };
 
-std::unique_ptr<Kernel> make_clip(CompileContext& ctx) {
+std::unique_ptr<Op> make_clip(CompileContext& ctx) {
   ctx.expect_inputs(1, 3);
   ctx.expect_outputs(1, 1);
   const DType t = ctx.input(0).dtype;
@@ -381,7 +381,7 @@ std::unique_ptr<Kernel> make_clip(CompileContext& ctx) {
   ValueInfo out = ctx.input(0);
   out.constant = nullptr;
   ctx.outputs = {out};
-  return std::make_unique<ClipKernel>();
+  return std::make_unique<ClipOp>();
 }
 
 // ---- Cast ----
@@ -459,11 +459,11 @@ inline To convert(From v) {
   }
 }
 
-class CastKernel : public Kernel {
+class CastOp : public Op {
  public:
-  explicit CastKernel(DType to) : to_(to) {}
+  explicit CastOp(DType to) : to_(to) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (x.dtype() == to_) {
       ctx.set_output(0, x);
@@ -506,7 +506,7 @@ class CastKernel : public Kernel {
   DType to_;
 };
 
-std::unique_ptr<Kernel> make_cast(CompileContext& ctx) {
+std::unique_ptr<Op> make_cast(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   const std::string to_name = ctx.attr_string("to");
@@ -516,12 +516,12 @@ std::unique_ptr<Kernel> make_cast(CompileContext& ctx) {
   out.constant = nullptr;
   out.dtype = to;
   ctx.outputs = {out};
-  return std::make_unique<CastKernel>(to);
+  return std::make_unique<CastOp>(to);
 }
 
 }  // namespace
 
-void add_elementwise_kernels(KernelRegistry& r) {
+void add_elementwise_ops(OpRegistry& r) {
   r[":Add"] = make_binary<BinOp::kAdd>;
   r[":Sub"] = make_binary<BinOp::kSub>;
   r[":Mul"] = make_binary<BinOp::kMul>;

@@ -3,19 +3,17 @@
 // compiler vectorises and which is ample for tabular model sizes.
 //
 // On a model compiled for CUDA, a float product of at least the model's crossover row count runs
-// on the device instead (cuda/tabular_gemm.h, every operand copied up and the result back). Most
+// on its GemmDevice instead (backends/tabular_device.h, every operand copied up and the result
+// back). Most
 // Gemm / MatMul nodes never get here with such batches: the graph runs chains of them (with
 // constant weights resident on the device) itself; see graph.cc.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
-#include "../core/gemm.h"
+#include "../backends/cpu/gemm.h"
 #include "../core/thread_pool.h"
-#include "kernel.h"
-#ifdef PLATFORM_WITH_CUDA
-#include "../cuda/tabular_gemm.h"
-#endif
+#include "op.h"
 
 namespace platform::tabular {
 namespace {
@@ -68,9 +66,9 @@ void gemm_loop(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alph
   }
 }
 
-// Where the model runs float products of at least `min_rows` rows on a CUDA device.
+// Where the model runs float products of at least `min_rows` rows on a device.
 struct DeviceChoice {
-  std::shared_ptr<cuda::TabularDevice> device;
+  std::shared_ptr<GemmDevice> device;
   int64_t min_rows = 0;
 
   explicit DeviceChoice(const CompileContext& ctx) : device(ctx.device), min_rows(ctx.device_min_rows) {}
@@ -78,26 +76,20 @@ struct DeviceChoice {
   // Runs C = alpha op(A) op(B) + beta C on the device when it applies; false: use the CPU.
   bool gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
             const float* B, int64_t ldb, float beta, float* C, int64_t ldc) const {
-#ifdef PLATFORM_WITH_CUDA
-    if (device && M >= min_rows) {
-      cuda::gemm_f32_device(*device, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-      return true;
-    }
-#endif
-    (void)transA, (void)transB, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb;
-    (void)beta, (void)C, (void)ldc;
-    return false;
+    if (!device || M < min_rows) return false;
+    device->gemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return true;
   }
 };
 
 // ---- Gemm ----
 
-class GemmKernel : public Kernel {
+class GemmOp : public Op {
  public:
-  GemmKernel(double alpha, double beta, bool transA, bool transB, DeviceChoice device)
+  GemmOp(double alpha, double beta, bool transA, bool transB, DeviceChoice device)
       : alpha_(alpha), beta_(beta), transA_(transA), transB_(transB), device_(std::move(device)) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     if (a.rank() != 2 || b.rank() != 2) {
@@ -182,7 +174,7 @@ class GemmKernel : public Kernel {
   DeviceChoice device_;
 };
 
-std::unique_ptr<Kernel> make_gemm(CompileContext& ctx) {
+std::unique_ptr<Op> make_gemm(CompileContext& ctx) {
   ctx.expect_inputs(2, 3);
   ctx.expect_outputs(1, 1);
   const double alpha = ctx.attr_float("alpha", 1.0);
@@ -222,7 +214,7 @@ std::unique_ptr<Kernel> make_gemm(CompileContext& ctx) {
       fail(std::string("C is ") + dtype_name(c.dtype) + " but A is " + dtype_name(out.dtype));
     }
     if (c.fully_known() && out.dims[0] >= 0 && out.dims[1] >= 0) {
-      GemmKernel::check_c_broadcast(c.dims, out.dims[0], out.dims[1]);
+      GemmOp::check_c_broadcast(c.dims, out.dims[0], out.dims[1]);
     } else if (c.fully_known()) {
       if (c.rank() > 2) fail("C " + dims_str(c.dims) + " has more than 2 dimensions");
       if (c.rank() >= 1 && out.dims[1] >= 0 && c.dims.back() != 1 && c.dims.back() != out.dims[1]) {
@@ -232,7 +224,7 @@ std::unique_ptr<Kernel> make_gemm(CompileContext& ctx) {
     }
   }
   ctx.outputs = {out};
-  return std::make_unique<GemmKernel>(alpha, beta, ta != 0, tb != 0, DeviceChoice(ctx));
+  return std::make_unique<GemmOp>(alpha, beta, ta != 0, tb != 0, DeviceChoice(ctx));
 }
 
 // ---- MatMul ----
@@ -270,11 +262,11 @@ MatMulShape matmul_shape(const Shape& a, const Shape& b, bool partial) {
   return s;
 }
 
-class MatMulKernel : public Kernel {
+class MatMulOp : public Op {
  public:
-  explicit MatMulKernel(DeviceChoice device) : device_(std::move(device)) {}
+  explicit MatMulOp(DeviceChoice device) : device_(std::move(device)) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     if (a.dtype() != b.dtype()) {
@@ -312,7 +304,7 @@ class MatMulKernel : public Kernel {
         return;
       }
       const Shape sa = strides_for(a_batch, s.batch), sb = strides_for(b_batch, s.batch);
-      Shape idx(s.batch.size(), 0);
+      Shape idx(s.batch.size());  // all zeros
       for (int64_t n = 0; n < batches; ++n) {
         int64_t oa = 0, ob = 0;
         for (size_t k = 0; k < idx.size(); ++k) {
@@ -356,7 +348,7 @@ class MatMulKernel : public Kernel {
   DeviceChoice device_;
 };
 
-std::unique_ptr<Kernel> make_matmul(CompileContext& ctx) {
+std::unique_ptr<Op> make_matmul(CompileContext& ctx) {
   ctx.expect_inputs(2, 2);
   ctx.expect_outputs(1, 1);
   const std::initializer_list<DType> types = {DType::kFloat, DType::kDouble, DType::kInt32,
@@ -375,12 +367,12 @@ std::unique_ptr<Kernel> make_matmul(CompileContext& ctx) {
     out.dims = matmul_shape(a.dims, b.dims, true).out;
   }
   ctx.outputs = {out};
-  return std::make_unique<MatMulKernel>(DeviceChoice(ctx));
+  return std::make_unique<MatMulOp>(DeviceChoice(ctx));
 }
 
 }  // namespace
 
-void add_linalg_kernels(KernelRegistry& r) {
+void add_linalg_ops(OpRegistry& r) {
   r[":Gemm"] = make_gemm;
   r[":MatMul"] = make_matmul;
 }

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernel.h"
+#include "op.h"
 
 namespace platform::tabular {
 namespace {
@@ -26,9 +26,9 @@ void copy_one(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
 
 // ---- ArrayFeatureExtractor ----
 
-class ArrayFeatureExtractorKernel : public Kernel {
+class ArrayFeatureExtractorOp : public Op {
  public:
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& y = ctx.input(1);
     if (y.dtype() != DType::kInt64) fail(std::string("the indices must be int64, not ") + dtype_name(y.dtype()));
@@ -58,7 +58,7 @@ class ArrayFeatureExtractorKernel : public Kernel {
   }
 };
 
-std::unique_ptr<Kernel> make_array_feature_extractor(CompileContext& ctx) {
+std::unique_ptr<Op> make_array_feature_extractor(CompileContext& ctx) {
   ctx.expect_inputs(2, 2);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(1, {DType::kInt64});
@@ -80,20 +80,20 @@ std::unique_ptr<Kernel> make_array_feature_extractor(CompileContext& ctx) {
     out.dims.back() = t.size();
   }
   ctx.outputs = {out};
-  return std::make_unique<ArrayFeatureExtractorKernel>();
+  return std::make_unique<ArrayFeatureExtractorOp>();
 }
 
 // ---- OneHotEncoder ----
 
-class OneHotEncoderKernel : public Kernel {
+class OneHotEncoderOp : public Op {
  public:
-  OneHotEncoderKernel(std::vector<int64_t> ints, std::vector<std::string> strs, bool zeros)
+  OneHotEncoderOp(std::vector<int64_t> ints, std::vector<std::string> strs, bool zeros)
       : zeros_(zeros), count_(static_cast<int64_t>(ints.empty() ? strs.size() : ints.size())) {
     for (size_t k = 0; k < ints.size(); ++k) ints_.emplace(ints[k], static_cast<int64_t>(k));
     for (size_t k = 0; k < strs.size(); ++k) strs_.emplace(strs[k], static_cast<int64_t>(k));
   }
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     Shape out = x.shape();
     out.push_back(count_);
@@ -134,7 +134,7 @@ class OneHotEncoderKernel : public Kernel {
   int64_t count_;
 };
 
-std::unique_ptr<Kernel> make_one_hot_encoder(CompileContext& ctx) {
+std::unique_ptr<Op> make_one_hot_encoder(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(0, {DType::kString, DType::kInt64, DType::kInt32, DType::kFloat, DType::kDouble});
@@ -155,14 +155,14 @@ std::unique_ptr<Kernel> make_one_hot_encoder(CompileContext& ctx) {
     out.dims.push_back(static_cast<int64_t>(ints.empty() ? strs.size() : ints.size()));
   }
   ctx.outputs = {out};
-  return std::make_unique<OneHotEncoderKernel>(std::move(ints), std::move(strs), zeros);
+  return std::make_unique<OneHotEncoderOp>(std::move(ints), std::move(strs), zeros);
 }
 
 // ---- LabelEncoder ----
 
-class LabelEncoderKernel : public Kernel {
+class LabelEncoderOp : public Op {
  public:
-  LabelEncoderKernel(const Tensor& keys, Tensor values, Tensor fallback)
+  LabelEncoderOp(const Tensor& keys, Tensor values, Tensor fallback)
       : key_type_(keys.dtype()), values_(std::move(values)), default_(std::move(fallback)) {
     // First occurrence wins for duplicate keys, as in onnxruntime.
     for (int64_t k = 0; k < keys.size(); ++k) {
@@ -181,7 +181,7 @@ class LabelEncoderKernel : public Kernel {
     }
   }
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (x.dtype() != key_type_) {
       fail(std::string("the input is ") + dtype_name(x.dtype()) + " but the keys are " + dtype_name(key_type_));
@@ -223,7 +223,7 @@ class LabelEncoderKernel : public Kernel {
   int64_t nan_index_ = -1;
 };
 
-std::unique_ptr<Kernel> make_label_encoder(CompileContext& ctx) {
+std::unique_ptr<Op> make_label_encoder(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   const Tensor& keys = ctx.attr_tensor("keys_tensor");
@@ -251,16 +251,16 @@ std::unique_ptr<Kernel> make_label_encoder(CompileContext& ctx) {
   out.constant = nullptr;
   out.dtype = values.dtype();
   ctx.outputs = {out};
-  return std::make_unique<LabelEncoderKernel>(keys, values, fallback);
+  return std::make_unique<LabelEncoderOp>(keys, values, fallback);
 }
 
 // ---- ZipMap ----
 
-class ZipMapKernel : public Kernel {
+class ZipMapOp : public Op {
  public:
-  explicit ZipMapKernel(std::shared_ptr<const MapKeys> keys) : keys_(std::move(keys)) {}
+  explicit ZipMapOp(std::shared_ptr<const MapKeys> keys) : keys_(std::move(keys)) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (x.dtype() != DType::kFloat) fail(std::string("the input must be float, not ") + dtype_name(x.dtype()));
     if (x.rank() < 1 || x.rank() > 2) fail("the input must be [N, C] or [C], got shape " + shape_str(x.shape()));
@@ -278,7 +278,7 @@ class ZipMapKernel : public Kernel {
   std::shared_ptr<const MapKeys> keys_;
 };
 
-std::unique_ptr<Kernel> make_zipmap(CompileContext& ctx) {
+std::unique_ptr<Op> make_zipmap(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(0, {DType::kFloat});
@@ -299,12 +299,12 @@ std::unique_ptr<Kernel> make_zipmap(CompileContext& ctx) {
   ValueInfo out = ValueInfo::of(DType::kFloat, {-1, labels});
   out.is_map = true;
   ctx.outputs = {out};
-  return std::make_unique<ZipMapKernel>(std::move(keys));
+  return std::make_unique<ZipMapOp>(std::move(keys));
 }
 
 }  // namespace
 
-void add_ml_encode_kernels(KernelRegistry& r) {
+void add_ml_encode_ops(OpRegistry& r) {
   r["ai.onnx.ml:ArrayFeatureExtractor"] = make_array_feature_extractor;
   r["ai.onnx.ml:OneHotEncoder"] = make_one_hot_encoder;
   r["ai.onnx.ml:LabelEncoder"] = make_label_encoder;

@@ -7,8 +7,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "../core/gemm.h"
-#include "kernel.h"
+#include "../backends/cpu/gemm.h"
+#include "op.h"
 
 namespace platform::tabular {
 namespace {
@@ -67,12 +67,12 @@ std::vector<float> to_floats(const std::vector<double>& v) { return std::vector<
 
 // ---- LinearRegressor ----
 
-class LinearRegressorKernel : public Kernel {
+class LinearRegressorOp : public Op {
  public:
-  LinearRegressorKernel(std::vector<float> coef, std::vector<float> intercepts, int64_t targets, PostTransform post)
+  LinearRegressorOp(std::vector<float> coef, std::vector<float> intercepts, int64_t targets, PostTransform post)
       : coef_(std::move(coef)), intercepts_(std::move(intercepts)), targets_(targets), post_(post) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Rows r = rows_of(x);
     const int64_t features = static_cast<int64_t>(coef_.size()) / targets_;
@@ -101,7 +101,7 @@ class LinearRegressorKernel : public Kernel {
   PostTransform post_;
 };
 
-std::unique_ptr<Kernel> make_linear_regressor(CompileContext& ctx) {
+std::unique_ptr<Op> make_linear_regressor(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(0, kMlNumeric);
@@ -124,14 +124,14 @@ std::unique_ptr<Kernel> make_linear_regressor(CompileContext& ctx) {
   }
   const PostTransform post = parse_post_transform(ctx.attr_string("post_transform", "NONE"));
   ctx.outputs = {ValueInfo::of(DType::kFloat, {-1, targets})};
-  return std::make_unique<LinearRegressorKernel>(std::move(coef), std::move(intercepts), targets, post);
+  return std::make_unique<LinearRegressorOp>(std::move(coef), std::move(intercepts), targets, post);
 }
 
 // ---- LinearClassifier ----
 
-class LinearClassifierKernel : public Kernel {
+class LinearClassifierOp : public Op {
  public:
-  LinearClassifierKernel(std::vector<float> coef, std::vector<float> intercepts, std::vector<int64_t> int_labels,
+  LinearClassifierOp(std::vector<float> coef, std::vector<float> intercepts, std::vector<int64_t> int_labels,
                          std::vector<std::string> str_labels, PostTransform post)
       : coef_(std::move(coef)),
         intercepts_(std::move(intercepts)),
@@ -139,7 +139,7 @@ class LinearClassifierKernel : public Kernel {
         str_labels_(std::move(str_labels)),
         post_(post) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Rows r = rows_of(x);
     if (r.f == 0 || coef_.size() % static_cast<size_t>(r.f) != 0) {
@@ -202,7 +202,7 @@ class LinearClassifierKernel : public Kernel {
   PostTransform post_;
 };
 
-std::unique_ptr<Kernel> make_linear_classifier(CompileContext& ctx) {
+std::unique_ptr<Op> make_linear_classifier(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 2);
   ctx.expect_type(0, kMlNumeric);
@@ -240,17 +240,17 @@ std::unique_ptr<Kernel> make_linear_classifier(CompileContext& ctx) {
   const PostTransform post = parse_post_transform(ctx.attr_string("post_transform", "NONE"));
   ctx.outputs = {ValueInfo::of(strs.empty() ? DType::kInt64 : DType::kString, {-1}),
                  ValueInfo::of(DType::kFloat, {-1, e < 0 ? -1 : (e == 1 ? 2 : e)})};
-  return std::make_unique<LinearClassifierKernel>(std::move(coef), std::move(intercepts), std::move(ints),
+  return std::make_unique<LinearClassifierOp>(std::move(coef), std::move(intercepts), std::move(ints),
                                                   std::move(strs), post);
 }
 
 // ---- Scaler ----
 
-class ScalerKernel : public Kernel {
+class ScalerOp : public Op {
  public:
-  ScalerKernel(std::vector<float> offset, std::vector<float> scale) : offset_(std::move(offset)), scale_(std::move(scale)) {}
+  ScalerOp(std::vector<float> offset, std::vector<float> scale) : offset_(std::move(offset)), scale_(std::move(scale)) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (x.rank() == 0) fail("the input must have at least one dimension");
     const int64_t stride = x.rank() == 1 ? x.dim(0) : x.dim(1);
@@ -284,7 +284,7 @@ class ScalerKernel : public Kernel {
   std::vector<float> offset_, scale_;
 };
 
-std::unique_ptr<Kernel> make_scaler(CompileContext& ctx) {
+std::unique_ptr<Op> make_scaler(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(0, kMlNumeric);
@@ -306,18 +306,18 @@ std::unique_ptr<Kernel> make_scaler(CompileContext& ctx) {
   out.constant = nullptr;
   out.dtype = DType::kFloat;
   ctx.outputs = {out};
-  return std::make_unique<ScalerKernel>(std::move(offset), std::move(scale));
+  return std::make_unique<ScalerOp>(std::move(offset), std::move(scale));
 }
 
 // ---- Normalizer ----
 
 enum class Norm { kMax, kL1, kL2 };
 
-class NormalizerKernel : public Kernel {
+class NormalizerOp : public Op {
  public:
-  explicit NormalizerKernel(Norm norm) : norm_(norm) {}
+  explicit NormalizerOp(Norm norm) : norm_(norm) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (x.rank() == 0) fail("the input must have at least one dimension");
     Tensor y(DType::kFloat, x.shape());
@@ -374,7 +374,7 @@ class NormalizerKernel : public Kernel {
   Norm norm_;
 };
 
-std::unique_ptr<Kernel> make_normalizer(CompileContext& ctx) {
+std::unique_ptr<Op> make_normalizer(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(0, kMlNumeric);
@@ -388,15 +388,15 @@ std::unique_ptr<Kernel> make_normalizer(CompileContext& ctx) {
   out.constant = nullptr;
   out.dtype = DType::kFloat;
   ctx.outputs = {out};
-  return std::make_unique<NormalizerKernel>(n);
+  return std::make_unique<NormalizerOp>(n);
 }
 
 // ---- Binarizer ----
 
-class BinarizerKernel : public Kernel {
+class BinarizerOp : public Op {
  public:
-  explicit BinarizerKernel(float threshold) : threshold_(threshold) {}
-  void run(KernelContext& ctx) const override {
+  explicit BinarizerOp(float threshold) : threshold_(threshold) {}
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     Tensor y = ctx.output_like(0, x.dtype(), x.shape());
     dispatch_numeric(x.dtype(), "Binarizer", [&](auto tag) {
@@ -419,7 +419,7 @@ class BinarizerKernel : public Kernel {
   float threshold_;
 };
 
-std::unique_ptr<Kernel> make_binarizer(CompileContext& ctx) {
+std::unique_ptr<Op> make_binarizer(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(0, kMlNumeric);
@@ -427,17 +427,17 @@ std::unique_ptr<Kernel> make_binarizer(CompileContext& ctx) {
   ValueInfo out = ctx.input(0);
   out.constant = nullptr;
   ctx.outputs = {out};
-  return std::make_unique<BinarizerKernel>(threshold);
+  return std::make_unique<BinarizerOp>(threshold);
 }
 
 // ---- Imputer ----
 
-class ImputerKernel : public Kernel {
+class ImputerOp : public Op {
  public:
-  ImputerKernel(std::vector<double> floats, std::vector<int64_t> ints, float replaced_float, int64_t replaced_int)
+  ImputerOp(std::vector<double> floats, std::vector<int64_t> ints, float replaced_float, int64_t replaced_int)
       : floats_(std::move(floats)), ints_(std::move(ints)), replaced_float_(replaced_float), replaced_int_(replaced_int) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (x.rank() == 0) fail("the input must have at least one dimension");
     const int64_t stride = x.rank() == 1 ? x.dim(0) : x.dim(1);
@@ -480,7 +480,7 @@ class ImputerKernel : public Kernel {
   int64_t replaced_int_;
 };
 
-std::unique_ptr<Kernel> make_imputer(CompileContext& ctx) {
+std::unique_ptr<Op> make_imputer(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(0, kMlNumeric);
@@ -508,12 +508,12 @@ std::unique_ptr<Kernel> make_imputer(CompileContext& ctx) {
   ValueInfo out = x;
   out.constant = nullptr;
   ctx.outputs = {out};
-  return std::make_unique<ImputerKernel>(std::move(floats), std::move(ints), rf, ri);
+  return std::make_unique<ImputerOp>(std::move(floats), std::move(ints), rf, ri);
 }
 
 }  // namespace
 
-void add_ml_linear_kernels(KernelRegistry& r) {
+void add_ml_linear_ops(OpRegistry& r) {
   r["ai.onnx.ml:LinearRegressor"] = make_linear_regressor;
   r["ai.onnx.ml:LinearClassifier"] = make_linear_classifier;
   r["ai.onnx.ml:Scaler"] = make_scaler;

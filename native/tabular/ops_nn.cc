@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "../core/thread_pool.h"
-#include "kernel.h"
+#include "op.h"
 
 namespace platform::tabular {
 namespace {
@@ -29,11 +29,11 @@ void softmax_strided(const T* x, T* y, int64_t len, int64_t stride) {
   for (int64_t i = 0; i < len; ++i) y[i * stride] *= inv;
 }
 
-class SoftmaxKernel : public Kernel {
+class SoftmaxOp : public Op {
  public:
-  SoftmaxKernel(int64_t axis, bool coerce_2d) : axis_(axis), coerce_2d_(coerce_2d) {}
+  SoftmaxOp(int64_t axis, bool coerce_2d) : axis_(axis), coerce_2d_(coerce_2d) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const int64_t r = static_cast<int64_t>(x.rank());
     if (r == 0) fail("the input must have at least one dimension");
@@ -72,7 +72,7 @@ class SoftmaxKernel : public Kernel {
   bool coerce_2d_;
 };
 
-std::unique_ptr<Kernel> make_softmax(CompileContext& ctx) {
+std::unique_ptr<Op> make_softmax(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(0, {DType::kFloat, DType::kDouble});
@@ -86,16 +86,16 @@ std::unique_ptr<Kernel> make_softmax(CompileContext& ctx) {
   ValueInfo out = x;
   out.constant = nullptr;
   ctx.outputs = {out};
-  return std::make_unique<SoftmaxKernel>(axis, coerce);
+  return std::make_unique<SoftmaxOp>(axis, coerce);
 }
 
 // ---- BatchNormalization ----
 
-class BatchNormKernel : public Kernel {
+class BatchNormOp : public Op {
  public:
-  explicit BatchNormKernel(double epsilon) : epsilon_(epsilon) {}
+  explicit BatchNormOp(double epsilon) : epsilon_(epsilon) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (x.rank() < 2) fail("X must be [N, C, ...], got shape " + shape_str(x.shape()));
     const int64_t N = x.dim(0), C = x.dim(1);
@@ -136,7 +136,7 @@ class BatchNormKernel : public Kernel {
   double epsilon_;
 };
 
-std::unique_ptr<Kernel> make_batchnorm(CompileContext& ctx) {
+std::unique_ptr<Op> make_batchnorm(CompileContext& ctx) {
   ctx.expect_inputs(5, 5);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(0, {DType::kFloat, DType::kDouble});
@@ -157,12 +157,12 @@ std::unique_ptr<Kernel> make_batchnorm(CompileContext& ctx) {
   ValueInfo out = x;
   out.constant = nullptr;
   ctx.outputs = {out};
-  return std::make_unique<BatchNormKernel>(epsilon);
+  return std::make_unique<BatchNormOp>(epsilon);
 }
 
 }  // namespace
 
-void add_nn_kernels(KernelRegistry& r) {
+void add_nn_ops(OpRegistry& r) {
   r[":Softmax"] = make_softmax;
   r[":BatchNormalization"] = make_batchnorm;
 }

@@ -6,7 +6,7 @@
 #include <string>
 #include <type_traits>
 
-#include "kernel.h"
+#include "op.h"
 
 namespace platform::tabular {
 namespace {
@@ -44,10 +44,10 @@ Shape flatten_dims(const Shape& d, int64_t axis) {
   return {outer_known ? outer : -1, inner_known ? inner : -1};
 }
 
-class FlattenKernel : public Kernel {
+class FlattenOp : public Op {
  public:
-  explicit FlattenKernel(int64_t axis) : axis_(axis) {}
-  void run(KernelContext& ctx) const override {
+  explicit FlattenOp(int64_t axis) : axis_(axis) {}
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const int64_t axis = normalize_axis(axis_, static_cast<int64_t>(x.rank()), "axis", true);
     ctx.set_output(0, x.reshaped(flatten_dims(x.shape(), axis)));
@@ -57,7 +57,7 @@ class FlattenKernel : public Kernel {
   int64_t axis_;
 };
 
-std::unique_ptr<Kernel> make_flatten(CompileContext& ctx) {
+std::unique_ptr<Op> make_flatten(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   const int64_t axis = ctx.attr_int("axis", 1);
@@ -67,7 +67,7 @@ std::unique_ptr<Kernel> make_flatten(CompileContext& ctx) {
   out.dims = {-1, -1};
   if (x.has_shape) out.dims = flatten_dims(x.dims, normalize_axis(axis, x.rank(), "axis", true));
   ctx.outputs = {out};
-  return std::make_unique<FlattenKernel>(axis);
+  return std::make_unique<FlattenOp>(axis);
 }
 
 // ---- Reshape ----
@@ -129,10 +129,10 @@ std::vector<int64_t> shape_values(const Tensor& t) {
   return std::vector<int64_t>(d, d + t.size());
 }
 
-class ReshapeKernel : public Kernel {
+class ReshapeOp : public Op {
  public:
-  explicit ReshapeKernel(bool allowzero) : allowzero_(allowzero) {}
-  void run(KernelContext& ctx) const override {
+  explicit ReshapeOp(bool allowzero) : allowzero_(allowzero) {}
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Shape out = reshape_dims(x.shape(), shape_values(ctx.input(1)), allowzero_);
     ctx.set_output(0, x.reshaped(out));
@@ -142,7 +142,7 @@ class ReshapeKernel : public Kernel {
   bool allowzero_;
 };
 
-std::unique_ptr<Kernel> make_reshape(CompileContext& ctx) {
+std::unique_ptr<Op> make_reshape(CompileContext& ctx) {
   ctx.expect_inputs(2, 2);
   ctx.expect_outputs(1, 1);
   const bool allowzero = ctx.attr_int("allowzero", 0) != 0;
@@ -166,7 +166,7 @@ std::unique_ptr<Kernel> make_reshape(CompileContext& ctx) {
     out.dims.assign(static_cast<size_t>(s.dims[0]), -1);
   }
   ctx.outputs = {out};
-  return std::make_unique<ReshapeKernel>(allowzero);
+  return std::make_unique<ReshapeOp>(allowzero);
 }
 
 // ---- Squeeze / Unsqueeze ----
@@ -208,11 +208,11 @@ Shape unsqueeze_dims(const Shape& in, const std::vector<int64_t>& axes) {
   return out;
 }
 
-class SqueezeKernel : public Kernel {
+class SqueezeOp : public Op {
  public:
-  SqueezeKernel(std::vector<int64_t> axes, bool has_axes, bool unsqueeze)
+  SqueezeOp(std::vector<int64_t> axes, bool has_axes, bool unsqueeze)
       : axes_(std::move(axes)), has_axes_(has_axes), unsqueeze_(unsqueeze) {}
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     ctx.set_output(0, x.reshaped(unsqueeze_ ? unsqueeze_dims(x.shape(), axes_) : squeeze_dims(x.shape(), axes_, has_axes_)));
   }
@@ -223,7 +223,7 @@ class SqueezeKernel : public Kernel {
 };
 
 template <bool unsqueeze>
-std::unique_ptr<Kernel> make_squeeze(CompileContext& ctx) {
+std::unique_ptr<Op> make_squeeze(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   const bool has_axes = ctx.has_attr("axes");
@@ -242,15 +242,15 @@ std::unique_ptr<Kernel> make_squeeze(CompileContext& ctx) {
     }
   }
   ctx.outputs = {out};
-  return std::make_unique<SqueezeKernel>(axes, has_axes, unsqueeze);
+  return std::make_unique<SqueezeOp>(axes, has_axes, unsqueeze);
 }
 
 // ---- Concat ----
 
-class ConcatKernel : public Kernel {
+class ConcatOp : public Op {
  public:
-  explicit ConcatKernel(int64_t axis) : axis_(axis) {}
-  void run(KernelContext& ctx) const override {
+  explicit ConcatOp(int64_t axis) : axis_(axis) {}
+  void run(OpContext& ctx) const override {
     const Tensor& first = ctx.input(0);
     const int64_t r = static_cast<int64_t>(first.rank());
     if (r == 0) fail("cannot concatenate scalars");
@@ -294,7 +294,7 @@ class ConcatKernel : public Kernel {
   int64_t axis_;
 };
 
-std::unique_ptr<Kernel> make_concat(CompileContext& ctx) {
+std::unique_ptr<Op> make_concat(CompileContext& ctx) {
   ctx.expect_outputs(1, 1);
   if (ctx.num_inputs() == 0) fail("needs at least one input");
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -337,7 +337,7 @@ std::unique_ptr<Kernel> make_concat(CompileContext& ctx) {
     }
   }
   ctx.outputs = {out};
-  return std::make_unique<ConcatKernel>(axis);
+  return std::make_unique<ConcatOp>(axis);
 }
 
 // ---- Transpose ----
@@ -362,11 +362,11 @@ std::vector<int64_t> resolve_perm(const std::vector<int64_t>& perm, bool has_per
   return p;
 }
 
-class TransposeKernel : public Kernel {
+class TransposeOp : public Op {
  public:
-  TransposeKernel(std::vector<int64_t> perm, bool has_perm) : perm_(std::move(perm)), has_perm_(has_perm) {}
+  TransposeOp(std::vector<int64_t> perm, bool has_perm) : perm_(std::move(perm)), has_perm_(has_perm) {}
 
-  void run(KernelContext& ctx) const override {
+  void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const int64_t r = static_cast<int64_t>(x.rank());
     const std::vector<int64_t> p = resolve_perm(perm_, has_perm_, r);
@@ -417,7 +417,7 @@ class TransposeKernel : public Kernel {
   bool has_perm_;
 };
 
-std::unique_ptr<Kernel> make_transpose(CompileContext& ctx) {
+std::unique_ptr<Op> make_transpose(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   const bool has_perm = ctx.has_attr("perm");
@@ -430,12 +430,12 @@ std::unique_ptr<Kernel> make_transpose(CompileContext& ctx) {
     for (int64_t a : p) out.dims.push_back(x.dims[a]);
   }
   ctx.outputs = {out};
-  return std::make_unique<TransposeKernel>(perm, has_perm);
+  return std::make_unique<TransposeOp>(perm, has_perm);
 }
 
 }  // namespace
 
-void add_shape_kernels(KernelRegistry& r) {
+void add_shape_ops(OpRegistry& r) {
   r[":Flatten"] = make_flatten;
   r[":Reshape"] = make_reshape;
   r[":Squeeze"] = make_squeeze<false>;

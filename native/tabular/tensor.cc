@@ -69,7 +69,7 @@ bool is_integer(DType t) {
   }
 }
 
-// Tensors above this many elements are refused: every index the kernels form stays far from
+// Tensors above this many elements are refused: every index the operators form stays far from
 // int64 overflow, and a hostile model cannot ask for an absurd allocation.
 constexpr int64_t kMaxElements = int64_t{1} << 40;
 

@@ -3,8 +3,8 @@
 //
 // Tensors are cheap to copy (the buffer is shared), so shape-only operators (Reshape, Flatten,
 // Squeeze, Unsqueeze, Identity) return views of their input without copying, and elementwise
-// kernels may write into an input's buffer when the graph says the input dies at that node and
-// nothing else holds the buffer (see KernelContext::reusable in kernel.h).
+// operators may write into an input's buffer when the graph says the input dies at that node and
+// nothing else holds the buffer (see OpContext::reusable in op.h).
 #pragma once
 
 #include <cstddef>

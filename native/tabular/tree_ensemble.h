@@ -2,17 +2,18 @@
 //
 // The three ONNX tree operators (TreeEnsembleRegressor/Classifier with nodes_* attribute lists,
 // and TreeEnsemble-5 with tree_roots and leaf arrays) are first read into one operator-independent
-// RawForest, then flattened into a Forest: one array of 16-byte nodes (float thresholds; 24 bytes
-// for double) holding the threshold, the feature index and both child indices, with the branch
-// mode and missing-value flag in a parallel array that the plain walk does not touch. Each tree is laid out
-// depth-first with the true child right after its parent, so a walk mostly moves forward in
-// memory. Leaves point to themselves; their (target, weight) pairs sit in two flat arrays.
+// RawForest (read_v3_forest / read_v5_forest), then flattened into a Forest: one array of 16-byte
+// nodes (float thresholds; 24 bytes for double) holding the threshold, the feature index and both
+// child indices, with the branch mode and missing-value flag in a parallel array that the plain
+// walk does not touch. Each tree is laid out depth-first with the true child right after its
+// parent, so a walk mostly moves forward in memory. Leaves point to themselves; their (target,
+// weight) pairs sit in two flat arrays.
 //
 // Evaluation (ops_ml_tree.cc) takes blocks of rows and, per block, walks every tree for every row
 // of the block (tree-outer, row-inner: a tree's nodes stay in L1 while the block's rows pass),
-// sixteen walks at a time in lockstep with branch-free steps (see step() below), so the CPU
-// overlaps their dependent loads instead of mispredicting one walk at a time. Blocks go to the
-// thread pool when the batch is large.
+// eight walks at a time (kLanes) in lockstep with branch-free steps (see step() below), so the
+// CPU overlaps their dependent loads instead of mispredicting one walk at a time. Blocks go to
+// the thread pool when the batch is large.
 #pragma once
 
 #include <cmath>
@@ -20,6 +21,10 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace platform::tabular {
+class CompileContext;  // op.h
+}
 
 namespace platform::tabular::trees {
 
@@ -43,6 +48,13 @@ struct RawForest {
   std::vector<int64_t> roots;  // one per tree, in tree order
   int64_t n_targets = 1;
 };
+
+// The nodes and leaf weights of a node's attributes, validated (lengths, ids, children, targets in
+// [0, n_targets)); failures throw with a plain message (the graph adds the node). v3:
+// TreeEnsembleRegressor / TreeEnsembleClassifier, nodes named by (tree id, node id), weights
+// from target_* or (classifier) class_*; v5: TreeEnsemble, branch nodes by index, leaves apart.
+RawForest read_v3_forest(const CompileContext& ctx, bool classifier, int64_t n_targets);
+RawForest read_v5_forest(const CompileContext& ctx, int64_t n_targets);
 
 template <typename TT>
 struct FlatNode {

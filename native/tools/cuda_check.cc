@@ -1,6 +1,6 @@
-// platform-cuda-check: every CUDA kernel launcher of native/cuda/llm_kernels.h against a plain
-// host f64 reference on random inputs of awkward sizes (native/cuda/kernel_check.cu). Prints one
-// line per check and exits 1 when any fails (or when CUDA itself fails).
+// platform-cuda-check: every CUDA kernel launcher of native/backends/cuda/llm/llm_kernels.h against
+// a plain host f64 reference on random inputs of awkward sizes (native/tools/cuda/kernel_check.cu).
+// Prints one line per check and exits 1 when any fails (or when CUDA itself fails).
 //
 //   platform-cuda-check [--seed N] [--filter SUBSTRING] [--json OUT]
 #include <cmath>

@@ -45,9 +45,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "llm/kv_cache.h"
+#include "llm/engine.h"
 #include "llm/model.h"
-#include "llm/scheduler.h"
 
 #ifdef PLATFORM_WITH_CUDA
 #include "cuda/bandwidth.h"
@@ -284,9 +283,10 @@ llm::EngineOptions engine_options(const Args& a, const llm::Model& m, const std:
   const auto& c = m.config();
   // Room for every sequence: the CPU cache stores f32, the CUDA one f16.
   const int64_t element_bytes = backend == "cuda" ? 2 : 4;
+  const llm::KvCacheLayout kv{c.n_layers, c.kv_dim(), o.block_size, 0};
   o.kv_cache_bytes = a.kv_bytes > 0 ? a.kv_bytes
                                     : static_cast<int64_t>(static_cast<double>(blocks_needed) * 1.05 + 4) *
-                                          llm::KvCache::block_bytes(c.n_layers, c.kv_dim(), o.block_size, element_bytes);
+                                          kv.block_bytes(element_bytes);
   return o;
 }
 

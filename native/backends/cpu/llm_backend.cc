@@ -1,0 +1,188 @@
+#include "llm_backend.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "../../core/thread_pool.h"
+
+namespace platform::cpu {
+
+CpuBackend::CpuBackend(int threads, SimdLevel level) : mm_(threads, level) {}
+
+std::string CpuBackend::describe() const { return mm_.kernels->name; }
+
+void CpuBackend::bind(const ModelConfig& config, const ModelWeights& host) {
+  cfg_ = config;
+  w_ = host;  // the mapped file and the model's f32 vectors, as they are
+}
+
+void CpuBackend::allocate_kv(const KvCacheLayout& layout) {
+  kv_layout_ = layout;
+  kv_.reset(new float[static_cast<size_t>(layout.bytes(sizeof(float)) / static_cast<int64_t>(sizeof(float)))]);
+}
+
+int64_t CpuBackend::scratch_bytes() const {
+  size_t n = tmp_.capacity() + up_.capacity() + rope_cos_.capacity() + rope_sin_.capacity();
+  for (const auto& b : buf_) n += b.capacity();
+  return static_cast<int64_t>(n * sizeof(float));
+}
+
+void CpuBackend::begin_step(const StepLayout& step) {
+  step_ = &step;
+  const int64_t n = step.n(), half = cfg_.rope_dim / 2;
+  const int64_t sizes[kBufferCount] = {n * cfg_.dim, n * cfg_.dim, n * cfg_.q_dim(), n * cfg_.kv_dim(),
+                                       n * cfg_.kv_dim(), n * cfg_.q_dim(), n * cfg_.ffn_dim,
+                                       step.n_logits() * cfg_.vocab};
+  for (int b = 0; b < kBufferCount; ++b) buf_[b].resize(static_cast<size_t>(sizes[b]));
+  tmp_.resize(static_cast<size_t>(n * cfg_.dim));
+  up_.resize(static_cast<size_t>(n * cfg_.ffn_dim));
+  // RoPE angles pos * inv_freq[i] (in double: positions reach 1e5), shared by every layer and head.
+  rope_cos_.resize(static_cast<size_t>(n * half));
+  rope_sin_.resize(static_cast<size_t>(n * half));
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double a = static_cast<double>(step.pos[t]) * w_.inv_freq[i];
+      rope_cos_[t * half + i] = static_cast<float>(std::cos(a));
+      rope_sin_[t * half + i] = static_cast<float>(std::sin(a));
+    }
+  }
+}
+
+void CpuBackend::embed(float* x) {
+  const StepLayout& s = *step_;
+  for (int64_t t = 0; t < s.n(); ++t) {
+    ggml::dequantize_row(w_.tok_embd.type, w_.tok_embd.row(s.tokens[t]), x + t * cfg_.dim, cfg_.dim);
+  }
+}
+
+// out[i, dim] = x / rms(x) * w, per row (rows split across threads when there are many).
+void CpuBackend::rmsnorm(float* out, const float* x, const float* w, bool logit_rows_only) {
+  const StepLayout& s = *step_;
+  const int64_t dim = cfg_.dim, n = logit_rows_only ? s.n_logits() : s.n();
+  const float eps = cfg_.rms_eps;
+  parallel_for(0, n, n >= 64 ? mm_.threads : 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* xr = x + (logit_rows_only ? s.logit_rows[i] : i) * dim;
+      float* o = out + i * dim;
+      double ss = 0.0;
+      for (int64_t k = 0; k < dim; ++k) ss += static_cast<double>(xr[k]) * xr[k];
+      const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + eps));
+      for (int64_t k = 0; k < dim; ++k) o[k] = xr[k] * scale * w[k];
+    }
+  });
+}
+
+void CpuBackend::matmul_qkv(const LayerWeights& l, const float* x, float* q, float* k, float* v) {
+  // q[n, n_heads * hd], k[n, n_kv_heads * hd], v[n, n_kv_heads * hd]: one quantization of x.
+  const WeightMatrix* ws[] = {&l.wq, &l.wk, &l.wv};
+  float* ys[] = {q, k, v};
+  matmul_multi(ws, ys, 3, x, step_->n(), mm_);
+}
+
+namespace {
+
+void add_bias(float* x, const float* b, int64_t n, int64_t d) {
+  if (b == nullptr) return;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < d; ++i) x[t * d + i] += b[i];
+}
+
+// Rotates the first rope_dim dimensions of each head of x[n, heads * head_dim].
+void rope(float* x, int64_t n, int64_t heads, int64_t head_dim, int64_t rope_dim, bool neox,
+          const float* cos_t, const float* sin_t) {
+  const int64_t half = rope_dim / 2;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* c = cos_t + t * half;
+    const float* s = sin_t + t * half;
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + (t * heads + h) * head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        // llama GGUF: adjacent pairs; NeoX (qwen2): first half with second half.
+        float* a = neox ? v + i : v + 2 * i;
+        float* b = neox ? v + i + half : v + 2 * i + 1;
+        const float x0 = *a, x1 = *b;
+        *a = x0 * c[i] - x1 * s[i];
+        *b = x0 * s[i] + x1 * c[i];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::qkv_finish(int64_t layer, const LayerWeights& l, float* q, float* k, float* v) {
+  const StepLayout& s = *step_;
+  const ModelConfig& c = cfg_;
+  const int64_t n = s.n(), kvd = c.kv_dim();
+  add_bias(q, l.bq, n, c.q_dim());
+  add_bias(k, l.bk, n, kvd);
+  add_bias(v, l.bv, n, kvd);
+  rope(q, n, c.n_heads, c.head_dim, c.rope_dim, c.rope_neox, rope_cos_.data(), rope_sin_.data());
+  rope(k, n, c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_neox, rope_cos_.data(), rope_sin_.data());
+  // Write every token's K/V first: later tokens of a prefill chunk attend to earlier ones.
+  const int64_t bs = kv_layout_.block_size;
+  for (int64_t t = 0; t < n; ++t) {
+    const std::vector<int32_t>& blocks = *s.blocks[s.seq_of[t]];
+    const int64_t p = s.pos[t];
+    std::copy_n(k + t * kvd, kvd, kv_k(layer, blocks[p / bs], p % bs));
+    std::copy_n(v + t * kvd, kvd, kv_v(layer, blocks[p / bs], p % bs));
+  }
+}
+
+// att[t, h*hd..] = softmax(q_t,h . K[0..pos_t] / sqrt(hd)) . V[0..pos_t], causal by position,
+// each query head h reading KV head h / (n_heads / n_kv_heads). One task per token and KV head:
+// the group's query heads share every K and V row the kernel loads. Tasks go out longest first
+// (the last tokens of a prefill chunk see the most positions) to threads that take them from a
+// counter.
+void CpuBackend::attention(int64_t layer, const float* q, float* att) {
+  const StepLayout& s = *step_;
+  const ModelConfig& c = cfg_;
+  const QuantKernels& k = *mm_.kernels;
+  const int64_t n = s.n();
+  const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads, bs = kv_layout_.block_size;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  int64_t work = 0;
+  for (int64_t t = 0; t < n; ++t) work += (s.pos[t] + 1) * hd * c.n_heads;
+  // Below ~256k multiply-adds (a short context) waking a second thread costs more than it saves.
+  const int t_count = static_cast<int>(std::min<int64_t>(mm_.threads, std::max<int64_t>(1, work / (int64_t{1} << 18))));
+  parallel_dynamic(n * c.n_kv_heads, t_count, [&](int64_t task) {
+    static thread_local std::vector<float> scratch;
+    static thread_local std::vector<const float*> kb, vb;
+    const int64_t t = n - 1 - task / c.n_kv_heads, g = task % c.n_kv_heads;
+    const std::vector<int32_t>& blocks = *s.blocks[s.seq_of[t]];
+    const int64_t len = s.pos[t] + 1, nblk = (len + bs - 1) / bs;
+    kb.resize(static_cast<size_t>(nblk));
+    vb.resize(static_cast<size_t>(nblk));
+    for (int64_t b = 0; b < nblk; ++b) {
+      kb[b] = kv_k(layer, blocks[b], 0) + g * hd;
+      vb[b] = kv_v(layer, blocks[b], 0) + g * hd;
+    }
+    scratch.resize(static_cast<size_t>(group * len));
+    const int64_t h0 = (t * c.n_heads + g * group) * hd;
+    k.attend(len, bs, c.kv_dim(), kb.data(), vb.data(), q + h0, group, hd, scale, scratch.data(), att + h0);
+  });
+}
+
+void CpuBackend::matmul_add(const WeightMatrix& w, const float* x, int64_t rows, float* y) {
+  float* tmp = tmp_.data();  // [rows, w.rows]
+  matmul(w, x, rows, tmp, mm_);
+  const int64_t count = rows * w.rows;
+  for (int64_t i = 0; i < count; ++i) y[i] += tmp[i];
+}
+
+void CpuBackend::gate_up_silu(const LayerWeights& l, const float* x, float* h) {
+  const int64_t n = step_->n(), ff = cfg_.ffn_dim;
+  const WeightMatrix* ws[] = {&l.w_gate, &l.w_up};
+  float* ys[] = {h, up_.data()};  // h[n, ff] gate, up[n, ff]
+  matmul_multi(ws, ys, 2, x, n, mm_);
+  // Elementwise work under ~100 us is not worth waking the pool for.
+  parallel_for(0, n, n >= 64 ? mm_.threads : 1, [&](int64_t t0, int64_t t1) {
+    mm_.kernels->silu_mul(h + t0 * ff, up_.data() + t0 * ff, (t1 - t0) * ff);
+  });
+}
+
+void CpuBackend::output(const float* xn, float* logits) {
+  matmul(w_.output, xn, step_->n_logits(), logits, mm_);  // logits[n_logits, vocab]
+}
+
+}  // namespace platform::cpu

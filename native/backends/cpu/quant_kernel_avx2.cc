@@ -1,0 +1,370 @@
+// AVX2/FMA/F16C quantized dot products. The core step is _mm256_maddubs_epi16(u8, s8): 32
+// unsigned weights times 32 signed activations, summed in adjacent pairs to int16 (no overflow:
+// |q| <= 63 and |a| <= 127 keep each pair below 2^15), then _mm256_madd_epi16 widens to int32,
+// multiplying by the sub-block scale on the way for the K-quants.
+#include "../../core/simd_target.h"
+#include "quant_kernels.h"
+
+#if PLATFORM_X86_SIMD
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#define QUANT_TARGET __attribute__((target("avx2,fma,f16c")))
+
+namespace platform::cpu {
+namespace {
+
+QUANT_TARGET inline float hsum_ps(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+QUANT_TARGET inline float f16(uint16_t h) { return _cvtsh_ss(h); }
+
+// Signed int8 x signed int8 dot of 32 lanes -> 8 int32 partial sums.
+QUANT_TARGET inline __m256i dot_s8(__m256i w, __m256i a) {
+  const __m256i aw = _mm256_sign_epi8(w, w);  // |w|, unsigned for maddubs
+  const __m256i sa = _mm256_sign_epi8(a, w);  // a with w's sign
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), _mm256_set1_epi16(1));
+}
+
+QUANT_TARGET float dot_q8_0(int64_t n, const BlockQ8_0* w, const BlockQ8A* a) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs));
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs));
+    const __m256 p = _mm256_cvtepi32_ps(dot_s8(qw, qa));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), p, acc);
+  }
+  return hsum_ps(acc);
+}
+
+QUANT_TARGET float dot_q4_0(int64_t n, const BlockQ4_0* w, const BlockQ8A* a) {
+  const __m256i low = _mm256_set1_epi8(0xF), eight = _mm256_set1_epi8(8);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].qs));
+    // elements 0-15 from the low nibbles, 16-31 from the high nibbles
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+    const __m256i qw = _mm256_sub_epi8(_mm256_and_si256(both, low), eight);
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs));
+    const __m256 p = _mm256_cvtepi32_ps(dot_s8(qw, qa));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), p, acc);
+  }
+  return hsum_ps(acc);
+}
+
+QUANT_TARGET float dot_q4_k(int64_t n, const BlockQ4_K* w, const BlockQ8_K* a) {
+  const __m256i low = _mm256_set1_epi8(0xF);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; ++j) q4_k_scale_min(j, w[i].scales, &sc[j], &m[j]);
+    int summ = 0;
+    for (int j = 0; j < 8; ++j) summ += m[j] * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * j));
+      const __m256i q0 = _mm256_and_si256(q, low);
+      const __m256i q1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), low);
+      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 64 * j));
+      const __m256i a1 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 64 * j + 32));
+      const __m256i p0 =
+          _mm256_madd_epi16(_mm256_maddubs_epi16(q0, a0), _mm256_set1_epi16(sc[2 * j]));
+      const __m256i p1 =
+          _mm256_madd_epi16(_mm256_maddubs_epi16(q1, a1), _mm256_set1_epi16(sc[2 * j + 1]));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+    }
+    const __m256 s = _mm256_cvtepi32_ps(sumi);
+    sum += a[i].d * (f16(w[i].d) * hsum_ps(s) - f16(w[i].dmin) * static_cast<float>(summ));
+  }
+  return sum;
+}
+
+QUANT_TARGET float dot_q6_k(int64_t n, const BlockQ6_K* w, const BlockQ8_K* a) {
+  const __m256i low = _mm256_set1_epi8(0xF), two = _mm256_set1_epi8(3);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const int8_t* sc = w[i].scales;
+    // The -32 offset of every value: sum_g sc[g] * 32 * (sum of a in group g of 16).
+    int offset = 0;
+    for (int g = 0; g < 16; ++g) offset += sc[g] * a[i].bsums[g];
+    __m256i sumi = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = w[i].ql + 64 * half;
+      const uint8_t* qh = w[i].qh + 32 * half;
+      const int8_t* s = sc + 8 * half;
+      const int8_t* y = a[i].qs + 128 * half;
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(l0, low),
+                             _mm256_slli_epi16(_mm256_and_si256(h, two), 4));
+      q[1] = _mm256_or_si256(_mm256_and_si256(l1, low),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two), 4));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4));
+      for (int k = 0; k < 4; ++k) {
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 32 * k));
+        // lanes 0-7 (elements 0-15) use scale 2k, lanes 8-15 (elements 16-31) scale 2k+1
+        const __m256i scale =
+            _mm256_set_m128i(_mm_set1_epi16(s[2 * k + 1]), _mm_set1_epi16(s[2 * k]));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q[k], av), scale));
+      }
+    }
+    const float d = f16(w[i].d) * a[i].d;
+    const __m256 v = _mm256_cvtepi32_ps(sumi);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), v, acc);
+    acc = _mm256_add_ps(acc, _mm256_setr_ps(-d * 32.0f * static_cast<float>(offset), 0, 0, 0, 0,
+                                            0, 0, 0));
+  }
+  return hsum_ps(acc);
+}
+
+QUANT_TARGET float dot_f32(int64_t n, const float* a, const float* b) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+QUANT_TARGET void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  }
+  for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
+}
+
+// ---------------------------------------------------------------- activation quantization
+
+// amax / 127 and its inverse exactly as quantize_row_q8a computes them; then v * id rounded to
+// nearest even (vcvtps2dq under the default MXCSR, like lrintf) and packed with saturation.
+QUANT_TARGET inline float hmax_ps(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// 32 floats -> 32 int8 in order.
+QUANT_TARGET inline __m256i quantize32(const float* v, __m256 id) {
+  const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v), id));
+  const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 8), id));
+  const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 16), id));
+  const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 24), id));
+  const __m256i w01 = _mm256_packs_epi32(i0, i1);  // lanes interleaved by 128-bit halves
+  const __m256i w23 = _mm256_packs_epi32(i2, i3);
+  const __m256i b = _mm256_packs_epi16(w01, w23);
+  return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+QUANT_TARGET inline __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+QUANT_TARGET void quantize_q8a(const float* x, BlockQ8A* y, int64_t n) {
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const float* v = x + i * kQK;
+    __m256 m = _mm256_max_ps(abs_ps(_mm256_loadu_ps(v)), abs_ps(_mm256_loadu_ps(v + 8)));
+    m = _mm256_max_ps(m, _mm256_max_ps(abs_ps(_mm256_loadu_ps(v + 16)), abs_ps(_mm256_loadu_ps(v + 24))));
+    const float d = hmax_ps(m) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = d;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs), quantize32(v, _mm256_set1_ps(id)));
+  }
+}
+
+QUANT_TARGET void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const float* v = x + i * kQK_K;
+    __m256 m = _mm256_setzero_ps();
+    for (int l = 0; l < kQK_K; l += 8) m = _mm256_max_ps(m, abs_ps(_mm256_loadu_ps(v + l)));
+    const float d = hmax_ps(m) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = d;
+    const __m256 idv = _mm256_set1_ps(id);
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int l = 0; l < kQK_K; l += 32) {
+      const __m256i q = quantize32(v + l, idv);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs + l), q);
+      // sums of 16: pairs (maddubs with 1), then quads (madd with 1), then 4 quads per group
+      const __m256i quads = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), _mm256_set1_epi16(1));
+      alignas(32) int32_t s[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(s), quads);
+      y[i].bsums[l / 16] = static_cast<int16_t>(s[0] + s[1] + s[2] + s[3]);
+      y[i].bsums[l / 16 + 1] = static_cast<int16_t>(s[4] + s[5] + s[6] + s[7]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- exp, SiLU, attention
+
+// e^x for x in about [-87, 88] (clamped outside), Cephes' expf polynomial: ~1 ulp.
+QUANT_TARGET inline __m256 exp_ps(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+QUANT_TARGET void silu_mul(float* g, const float* u, int64_t n) {
+  int64_t i = 0;
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(g + i);
+    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+// Sums of 8 vectors: lane h of the result = horizontal sum of a[h].
+QUANT_TARGET inline __m256 hsum8(const __m256* a) {
+  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+// scores[p * nq + h0 + h] = scale * q_(h0+h) . k_p for HN heads (HN <= 8).
+template <int HN>
+QUANT_TARGET void attend_scores(int64_t len, int64_t bs, int64_t stride, const float* const* kb,
+                                const float* q, int64_t nq, int64_t h0, int64_t hd, float scale,
+                                float* scores) {
+  for (int64_t p = 0; p < len; ++p) {
+    const float* k = kb[p / bs] + (p % bs) * stride;
+    __m256 acc[8];
+    for (int h = 0; h < 8; ++h) acc[h] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < hd; i += 8) {
+      const __m256 kv = _mm256_loadu_ps(k + i);
+      for (int h = 0; h < HN; ++h) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (h0 + h) * hd + i), kv, acc[h]);
+    }
+    float* s = scores + p * nq + h0;
+    if (HN == 8) {
+      _mm256_storeu_ps(s, _mm256_mul_ps(hsum8(acc), _mm256_set1_ps(scale)));
+    } else {
+      for (int h = 0; h < HN; ++h) s[h] = hsum_ps(acc[h]) * scale;
+    }
+  }
+}
+
+// out[0..hd) = sum_p w[p * w_stride] * v_p / sum: 64 dimensions (8 accumulators) at a time.
+QUANT_TARGET void weighted_values(int64_t len, int64_t bs, int64_t stride, const float* const* vb,
+                                  const float* w, int64_t w_stride, int64_t hd, float sum, float* out) {
+  const __m256 iv = _mm256_set1_ps(1.0f / sum);
+  for (int64_t i0 = 0; i0 < hd; i0 += 64) {
+    const int64_t nv = std::min<int64_t>(64, hd - i0) / 8;
+    __m256 acc[8];
+    for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < len; ++p) {
+      const float* v = vb[p / bs] + (p % bs) * stride + i0;
+      const __m256 wp = _mm256_broadcast_ss(w + p * w_stride);
+      if (nv == 8) {
+        for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(v + 8 * j), acc[j]);
+      } else {
+        for (int j = 0; j < nv; ++j) acc[j] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(v + 8 * j), acc[j]);
+      }
+    }
+    for (int j = 0; j < nv; ++j) _mm256_storeu_ps(out + i0 + 8 * j, _mm256_mul_ps(acc[j], iv));
+  }
+}
+
+QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* const* kb,
+                         const float* const* vb, const float* q, int64_t nq, int64_t hd,
+                         float scale, float* scratch, float* out) {
+  if (hd % 8 != 0 || len <= 0) {
+    quant_kernels_scalar()->attend(len, bs, stride, kb, vb, q, nq, hd, scale, scratch, out);
+    return;
+  }
+  float* s = scratch;  // [len][nq]
+  for (int64_t h0 = 0; h0 < nq; h0 += 8) {
+    switch (std::min<int64_t>(8, nq - h0)) {
+      case 8: attend_scores<8>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 7: attend_scores<7>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 6: attend_scores<6>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 5: attend_scores<5>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 4: attend_scores<4>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 3: attend_scores<3>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      case 2: attend_scores<2>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+      default: attend_scores<1>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
+    }
+  }
+  // Softmax per head (column h of s): max, exp, sum. Groups of 8 heads are one vector per position.
+  float sums[64];
+  for (int64_t c0 = 0; c0 < nq; c0 += 64) {
+    const int64_t cn = std::min<int64_t>(64, nq - c0);
+    if (cn % 8 == 0) {
+      for (int64_t v0 = 0; v0 < cn; v0 += 8) {
+        float* col = s + c0 + v0;
+        __m256 mx = _mm256_set1_ps(-INFINITY);
+        for (int64_t p = 0; p < len; ++p) mx = _mm256_max_ps(mx, _mm256_loadu_ps(col + p * nq));
+        __m256 sum = _mm256_setzero_ps();
+        for (int64_t p = 0; p < len; ++p) {
+          const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(col + p * nq), mx));
+          _mm256_storeu_ps(col + p * nq, e);
+          sum = _mm256_add_ps(sum, e);
+        }
+        _mm256_storeu_ps(sums + v0, sum);
+      }
+    } else {
+      float mx[64];
+      for (int64_t h = 0; h < cn; ++h) mx[h] = -INFINITY;
+      for (int64_t p = 0; p < len; ++p)
+        for (int64_t h = 0; h < cn; ++h) mx[h] = std::max(mx[h], s[p * nq + c0 + h]);
+      for (int64_t h = 0; h < cn; ++h) sums[h] = 0.0f;
+      for (int64_t p = 0; p < len; ++p) {
+        for (int64_t h = 0; h < cn; ++h) {
+          const float e = std::exp(s[p * nq + c0 + h] - mx[h]);
+          s[p * nq + c0 + h] = e;
+          sums[h] += e;
+        }
+      }
+    }
+    for (int64_t h = 0; h < cn; ++h) weighted_values(len, bs, stride, vb, s + c0 + h, nq, hd, sums[h], out + (c0 + h) * hd);
+  }
+}
+
+const QuantKernels kAvx2{"avx2",       dot_q8_0,     dot_q4_0,      dot_q4_k, dot_q6_k,
+                         dot_f32,      f16_to_f32,   nullptr,       nullptr,  quantize_q8a,
+                         quantize_q8_k, attend,      silu_mul};
+
+}  // namespace
+
+const QuantKernels* quant_kernels_avx2() {
+  static const bool ok = simd_level_supported(SimdLevel::kAvx2) && __builtin_cpu_supports("f16c");
+  return ok ? &kAvx2 : nullptr;
+}
+
+}  // namespace platform::cpu
+
+#else
+
+namespace platform::cpu {
+const QuantKernels* quant_kernels_avx2() { return nullptr; }
+}  // namespace platform::cpu
+
+#endif

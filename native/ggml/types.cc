@@ -1,0 +1,105 @@
+// The type table and row dequantization (reference layouts from ggml).
+#include "types.h"
+
+namespace platform::ggml {
+
+const TypeInfo* type_info(uint32_t type_id) {
+  static const TypeInfo kF32{"F32", 1, 4}, kF16{"F16", 1, 2}, kBF16{"BF16", 1, 2},
+      kQ8_0{"Q8_0", kQK, sizeof(BlockQ8_0)}, kQ4_0{"Q4_0", kQK, sizeof(BlockQ4_0)},
+      kQ4_K{"Q4_K", kQK_K, sizeof(BlockQ4_K)}, kQ6_K{"Q6_K", kQK_K, sizeof(BlockQ6_K)};
+  switch (static_cast<Type>(type_id)) {
+    case Type::kF32: return &kF32;
+    case Type::kF16: return &kF16;
+    case Type::kBF16: return &kBF16;
+    case Type::kQ8_0: return &kQ8_0;
+    case Type::kQ4_0: return &kQ4_0;
+    case Type::kQ4_K: return &kQ4_K;
+    case Type::kQ6_K: return &kQ6_K;
+  }
+  return nullptr;
+}
+
+void dequantize_row(Type type, const void* src, float* dst, int64_t n) {
+  switch (type) {
+    case Type::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      return;
+    case Type::kF16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_f32(s[i]);
+      return;
+    }
+    case Type::kBF16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+      return;
+    }
+    case Type::kQ8_0: {
+      const BlockQ8_0* b = static_cast<const BlockQ8_0*>(src);
+      for (int64_t i = 0; i < n / kQK; ++i) {
+        const float d = fp16_to_f32(b[i].d);
+        for (int l = 0; l < kQK; ++l) dst[i * kQK + l] = d * b[i].qs[l];
+      }
+      return;
+    }
+    case Type::kQ4_0: {
+      const BlockQ4_0* b = static_cast<const BlockQ4_0*>(src);
+      for (int64_t i = 0; i < n / kQK; ++i) {
+        const float d = fp16_to_f32(b[i].d);
+        for (int l = 0; l < kQK / 2; ++l) {
+          dst[i * kQK + l] = d * ((b[i].qs[l] & 0xF) - 8);
+          dst[i * kQK + l + 16] = d * ((b[i].qs[l] >> 4) - 8);
+        }
+      }
+      return;
+    }
+    case Type::kQ4_K: {
+      const BlockQ4_K* b = static_cast<const BlockQ4_K*>(src);
+      for (int64_t i = 0; i < n / kQK_K; ++i) {
+        const float d = fp16_to_f32(b[i].d), dmin = fp16_to_f32(b[i].dmin);
+        const uint8_t* q = b[i].qs;
+        float* y = dst + i * kQK_K;
+        for (int j = 0; j < 4; ++j) {  // 64 elements: low nibbles then high nibbles of 32 bytes
+          uint8_t sc0, m0, sc1, m1;
+          q4_k_scale_min(2 * j, b[i].scales, &sc0, &m0);
+          q4_k_scale_min(2 * j + 1, b[i].scales, &sc1, &m1);
+          for (int l = 0; l < 32; ++l) y[l] = d * sc0 * (q[l] & 0xF) - dmin * m0;
+          for (int l = 0; l < 32; ++l) y[32 + l] = d * sc1 * (q[l] >> 4) - dmin * m1;
+          q += 32;
+          y += 64;
+        }
+      }
+      return;
+    }
+    case Type::kQ6_K: {
+      const BlockQ6_K* b = static_cast<const BlockQ6_K*>(src);
+      for (int64_t i = 0; i < n / kQK_K; ++i) {
+        const float d = fp16_to_f32(b[i].d);
+        const uint8_t* ql = b[i].ql;
+        const uint8_t* qh = b[i].qh;
+        const int8_t* sc = b[i].scales;
+        float* y = dst + i * kQK_K;
+        for (int half = 0; half < 2; ++half) {  // 128 elements from 64 ql and 32 qh bytes
+          for (int l = 0; l < 32; ++l) {
+            const int is = l / 16;
+            const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+            const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+            const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+            const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+            y[l] = d * sc[is] * q1;
+            y[l + 32] = d * sc[is + 2] * q2;
+            y[l + 64] = d * sc[is + 4] * q3;
+            y[l + 96] = d * sc[is + 6] * q4;
+          }
+          y += 128;
+          ql += 64;
+          qh += 32;
+          sc += 8;
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace platform::ggml

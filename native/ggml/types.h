@@ -1,0 +1,110 @@
+// The GGML tensor types of GGUF files: ids, block layouts (as in ggml's ggml-common.h), the type
+// table, half-precision conversions and row dequantization. This is the file format, below every
+// backend: the CPU kernels and the CUDA decoders (backends/cuda/llm/quant.cuh) read these layouts,
+// and dequantize_row is the reference both are checked against.
+//
+// Weights are stored in blocks: Q8_0 / Q4_0 hold 32 elements with one f16 scale; Q4_K / Q6_K
+// hold 256-element super-blocks with 6- or 8-bit sub-block scales. (The 8-bit activation formats
+// the CPU's integer dot products consume are the CPU backend's: backends/cpu/activation_quant.h.)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace platform::ggml {
+
+enum class Type : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ8_0 = 8,
+  kQ4_K = 12,
+  kQ6_K = 14,
+  kBF16 = 30,
+};
+
+constexpr int kQK = 32;     // Q8_0 / Q4_0 block
+constexpr int kQK_K = 256;  // K-quant super-block
+
+struct BlockQ8_0 {
+  uint16_t d;  // f16 scale
+  int8_t qs[kQK];
+};
+struct BlockQ4_0 {
+  uint16_t d;           // f16 scale
+  uint8_t qs[kQK / 2];  // low nibbles: elements 0-15, high nibbles: 16-31; value = d * (q - 8)
+};
+struct BlockQ4_K {
+  uint16_t d;            // f16 super-block scale for the sub-block scales
+  uint16_t dmin;         // f16 super-block scale for the sub-block mins
+  uint8_t scales[12];    // 8 six-bit scales and 8 six-bit mins, packed
+  uint8_t qs[kQK_K / 2];  // 4-bit values; value = d * sc * q - dmin * m
+};
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];      // low 4 bits
+  uint8_t qh[kQK_K / 4];      // high 2 bits
+  int8_t scales[kQK_K / 16];  // 8-bit scale per 16 elements
+  uint16_t d;                 // f16 super-block scale; value = d * sc * (q - 32)
+};
+
+static_assert(sizeof(BlockQ8_0) == 34, "ggml layout");
+static_assert(sizeof(BlockQ4_0) == 18, "ggml layout");
+static_assert(sizeof(BlockQ4_K) == 144, "ggml layout");
+static_assert(sizeof(BlockQ6_K) == 210, "ggml layout");
+
+struct TypeInfo {
+  const char* name;
+  int64_t block_elems;  // elements per block
+  int64_t block_bytes;  // bytes per block
+};
+
+// nullptr for a type id this engine does not support.
+const TypeInfo* type_info(uint32_t type_id);
+inline const char* type_name(Type t) { return type_info(static_cast<uint32_t>(t))->name; }
+// Bytes of a row of n elements (n must be a multiple of the block size).
+inline int64_t row_bytes(Type t, int64_t n) {
+  const TypeInfo* info = type_info(static_cast<uint32_t>(t));
+  return n / info->block_elems * info->block_bytes;
+}
+
+inline float fp16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    // Zero or subnormal: mant * 2^-24.
+    const float f = static_cast<float>(mant) * 5.9604644775390625e-8f;
+    return sign ? -f : f;
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline float bf16_to_f32(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Dequantizes n elements (a multiple of the block size) of a row of `type` to f32.
+void dequantize_row(Type type, const void* src, float* dst, int64_t n);
+
+// Q4_K sub-block j (0..7): 6-bit scale and min.
+inline void q4_k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+}  // namespace platform::ggml

@@ -1,0 +1,141 @@
+// The engine's load (backend, KV budget, scheduler), its request entry points and its loop; see
+// engine.h.
+#include "engine.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "../core/thread_pool.h"
+#include "backend_factory.h"
+#include "kv_cache.h"
+
+namespace platform::llm {
+
+Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options, Sink sink)
+    : model_(std::move(model)), opt_(options), sink_(std::move(sink)) {
+  const ModelConfig& c = model_->config();
+  if (opt_.max_running < 1 || opt_.max_queued < 0 || opt_.block_size < 1 || opt_.max_batch_tokens < 1) {
+    throw std::invalid_argument("maxRunningSequences, blockSize and maxBatchTokens must be positive");
+  }
+  opt_.threads = resolve_thread_count(options.threads);
+  context_ = opt_.context_length > 0 ? opt_.context_length : c.train_context;
+  backend_ = make_backend(opt_, context_);
+  backend_->bind(c, model_->host_weights());  // CUDA: uploads every weight once
+  KvCacheLayout kv;
+  kv.n_layers = c.n_layers;
+  kv.kv_dim = c.kv_dim();
+  kv.block_size = opt_.block_size;
+  kv.n_blocks = kv_budget_blocks(opt_, context_, kv.block_bytes(backend_->kv_element_bytes()));
+  kv_bytes_ = kv.bytes(backend_->kv_element_bytes());
+  backend_->allocate_kv(kv);
+  scheduler_ = std::make_unique<Scheduler>(c, opt_, context_, kv.n_blocks);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() { stop(); }
+
+uint64_t Engine::submit(GenerateRequest req) {
+  const ModelConfig& c = model_->config();
+  const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
+  if (n_prompt == 0) throw std::invalid_argument("the prompt must hold at least one token");
+  for (int32_t t : req.prompt) {
+    if (t < 0 || t >= c.vocab) {
+      throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(c.vocab) + ")");
+    }
+  }
+  if (n_prompt > context_) {
+    throw EngineError("context_length", "the prompt has " + std::to_string(n_prompt) + " tokens but the context holds " + std::to_string(context_));
+  }
+  const KvCache& kv = scheduler_->kv();
+  const int64_t bs = kv.block_size();
+  if ((n_prompt + bs - 1) / bs > kv.total_blocks()) {
+    throw EngineError("kv_cache", "the prompt needs more KV cache than the model's budget (" + std::to_string(kv.total_blocks() * bs) + " positions)");
+  }
+  return scheduler_->submit(std::make_shared<Sequence>(std::move(req), c.vocab));
+}
+
+void Engine::cancel(uint64_t id) { scheduler_->cancel(id); }
+
+EngineStats Engine::stats() {
+  const Scheduler::Counts counts = scheduler_->counts();
+  const KvCache& kv = scheduler_->kv();
+  EngineStats st;
+  st.running = counts.running;
+  st.waiting = counts.waiting;
+  st.kv_blocks_used = kv.used_blocks();
+  st.kv_blocks_reserved = counts.reserved_blocks;
+  st.kv_blocks_total = kv.total_blocks();
+  st.kv_block_size = kv.block_size();
+  st.steps = steps_.load();
+  st.tokens_generated = scheduler_->tokens_generated();
+  return st;
+}
+
+void Engine::stop() {
+  if (scheduler_) scheduler_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::loop() {
+  std::vector<Event> events;
+  auto emit = [&] {
+    if (!events.empty()) sink_(std::move(events));
+    events.clear();
+  };
+  for (;;) {
+    const Schedule step = scheduler_->schedule(events);
+    emit();
+    if (step.stopping) return;
+    if (step.batch.empty()) continue;
+    const StepOutput out = execute(step);
+    scheduler_->update(step, out, events);
+    emit();
+  }
+}
+
+StepOutput Engine::execute(const Schedule& step) {
+  const ModelConfig& c = model_->config();
+  StepOutput out;
+  out.sampled.assign(step.batch.size(), -1);
+  try {
+    model_->forward(step.batch, *backend_);
+    bool host_rows = !backend_->samples_on_device();
+    for (const Sequence* s : step.seqs) host_rows = host_rows || s->req.logits_only;
+    if (host_rows) out.logits = backend_->host_logits();
+    std::vector<SampleRequest> requests;
+    std::vector<size_t> requesters;
+    int64_t row = 0;
+    for (size_t i = 0; i < step.batch.size(); ++i) {
+      Sequence& s = *step.seqs[i];
+      const BatchEntry& e = step.batch[i];
+      const int64_t rows = e.all_logits ? e.n_tokens : 1;
+      const int64_t last_row = row + rows - 1;
+      row += rows;
+      const bool prompt_done = s.n_past + e.n_tokens >= static_cast<int64_t>(s.req.prompt.size());
+      if (!prompt_done || s.done || s.req.logits_only || s.cancelled.load()) continue;
+      if (backend_->samples_on_device()) {
+        SampleRequest r;
+        r.row = last_row;
+        r.params = s.sampler.params();
+        r.uniform = s.sampler.draw();
+        r.counts = &s.sampler.counts();
+        requests.push_back(r);
+        requesters.push_back(i);
+      } else {
+        out.sampled[i] = s.sampler.sample(out.logits + last_row * c.vocab);
+      }
+    }
+    if (!requests.empty()) {
+      std::vector<int32_t> tokens;
+      backend_->sample(requests, tokens);
+      for (size_t j = 0; j < requesters.size(); ++j) out.sampled[requesters[j]] = tokens[j];
+    }
+  } catch (const std::exception& ex) {
+    out.error = ex.what();
+    if (out.error.empty()) out.error = "unknown error";
+  }
+  steps_.fetch_add(1);
+  return out;
+}
+
+}  // namespace platform::llm

@@ -1,0 +1,59 @@
+// What a caller hands the engine and gets back: a generation request, the events that report its
+// tokens and its end, and the error that refuses it.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../backends/llm_backend.h"
+
+namespace platform::llm {
+
+struct GenerateRequest {
+  std::vector<int32_t> prompt;
+  int32_t max_tokens = 16;
+  SamplingParams sampling;
+  bool logits_only = false;  // run the prompt, return logits, generate nothing
+  bool all_logits = false;   // logits_only: every position, not just the last
+};
+
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+
+inline const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "error";
+}
+
+struct Event {
+  enum class Type { kToken, kDone, kLogits };
+  Type type = Type::kToken;
+  uint64_t id = 0;
+  int32_t token = -1;
+  // kDone / kLogits:
+  FinishReason reason = FinishReason::kStop;
+  std::string error;
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  double queued_ms = 0, prefill_ms = 0, decode_ms = 0;
+  std::vector<float> logits;  // kLogits: [positions][vocab]
+};
+
+// A refused request. code: "overloaded", "context_length", "kv_cache", "unloaded".
+class EngineError : public std::runtime_error {
+ public:
+  EngineError(std::string code, const std::string& message)
+      : std::runtime_error(message), code_(std::move(code)) {}
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string code_;
+};
+
+}  // namespace platform::llm
