@@ -29,7 +29,7 @@ export interface Config {
   /** Rows kept in the request log before the oldest are dropped. */
   requestLogMaxRows: number;
   /** LLM engine settings for every library model (unset: the engine's defaults). */
-  llm: { contextLength?: number; maxRunningSequences?: number; maxQueued?: number };
+  llm: { contextLength?: number; maxRunningSequences?: number; maxQueued?: number; kvCacheBytes?: number };
 }
 
 export interface VectorConfig {
@@ -69,9 +69,9 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 }
 
 /** The variables that are set, each checked like integer(). */
-function optionalIntegers<K extends string>(env: NodeJS.ProcessEnv, spec: Record<K, [string, number, number]>): Partial<Record<K, number>> {
+function optionalIntegers<K extends string>(env: NodeJS.ProcessEnv, spec: Record<K, readonly [string, number, number]>): Partial<Record<K, number>> {
   const out: Partial<Record<K, number>> = {};
-  for (const [key, [name, min, max]] of Object.entries(spec) as Array<[K, [string, number, number]]>) {
+  for (const [key, [name, min, max]] of Object.entries(spec) as Array<[K, readonly [string, number, number]]>) {
     if (env[name] !== undefined && env[name] !== '') out[key] = integer(env, name, 0, min, max);
   }
   return out;
@@ -130,11 +130,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: integer(env, 'SHADOW_TIMEOUT_MS', 5000, 1, 600_000),
     },
     requestLogMaxRows: integer(env, 'REQUEST_LOG_MAX_ROWS', 100_000, 100, 100_000_000),
-    llm: optionalIntegers(env, {
-      contextLength: ['LLM_CONTEXT_LENGTH', 16, 1_048_576],
-      maxRunningSequences: ['LLM_MAX_RUNNING_SEQUENCES', 1, 4096],
-      maxQueued: ['LLM_MAX_QUEUED', 0, 1_000_000],
-      kvCacheBytes: ['LLM_KV_CACHE_BYTES', 1, Number.MAX_SAFE_INTEGER],
-    }),
+    llm: optionalIntegers(env, LLM_ENV_OPTIONS),
   };
 }
+
+/**
+ * The LLM engine options an operator sets through the environment: [variable, min, max]. The
+ * engine owns the ranges (the addon's llmOptionLimits); these are checked at start-up so that a
+ * bad value stops the host before any model loads, and test/llm-option-limits.test.ts holds them
+ * to the engine's (the same maximum; a minimum at or above the engine's).
+ */
+export const LLM_ENV_OPTIONS = {
+  contextLength: ['LLM_CONTEXT_LENGTH', 16, 2 ** 24],
+  maxRunningSequences: ['LLM_MAX_RUNNING_SEQUENCES', 1, 4096],
+  maxQueued: ['LLM_MAX_QUEUED', 0, 2 ** 20],
+  kvCacheBytes: ['LLM_KV_CACHE_BYTES', 1, Number.MAX_SAFE_INTEGER],
+} as const satisfies Record<string, readonly [string, number, number]>;

@@ -90,7 +90,7 @@ describe('cuda where it cannot run', () => {
   });
 
   it('an unknown backend name is refused before loading', async () => {
-    await expect(loadModel('x.gguf', { backend: 'gpu' as 'cpu' })).rejects.toThrow(/backend must be 'cpu' or 'cuda'/);
+    await expect(loadModel('x.gguf', { backend: 'gpu' as 'cpu' })).rejects.toThrow('llmLoadModel: options.backend must be one of "cpu", "cuda", got "gpu"');
   });
 });
 

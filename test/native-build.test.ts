@@ -57,8 +57,8 @@ function expand(entry: string): string[] {
   return execFileSync(process.execPath, ['-p', command], { cwd: root, encoding: 'utf8' }).trim().split(' ');
 }
 
-// The one source both N-API modules compile: the argument reader.
-const ARGS = 'native/addon/args.cc';
+// The argument reader and the error contract, compiled into both addons.
+const SHARED = ['native/addon/args.cc', 'native/addon/errors.cc'];
 
 describe('native/sources.json', () => {
   const sorted = (list: string[]) => [...list].sort();
@@ -78,10 +78,10 @@ describe('native/sources.json', () => {
     expect(filesUnder('native/backends', '.cc').filter((f) => !f.startsWith('native/backends/cpu/'))).toEqual(sources.no_cuda);
   });
 
-  it('addon and testing: the two N-API modules, sharing only the argument reader', () => {
+  it('addon and testing: the two N-API modules, sharing only the argument reader and the error contract', () => {
     expect(sorted(sources.addon)).toEqual(filesUnder('native/addon', '.cc'));
-    expect(sorted(sources.testing)).toEqual(sorted([...filesUnder('native/testing', '.cc'), ARGS]));
-    expect(sources.addon.filter((f) => sources.testing.includes(f))).toEqual([ARGS]);
+    expect(sorted(sources.testing)).toEqual(sorted([...filesUnder('native/testing', '.cc'), ...SHARED]));
+    expect(sources.addon.filter((f) => sources.testing.includes(f))).toEqual(SHARED);
   });
 
   it('tools_cuda: the CUDA code of the standalone tools, kept out of both addons', () => {
@@ -91,7 +91,7 @@ describe('native/sources.json', () => {
 
   it('lists every source file under native/ once (the tools\' mains are CMake\'s)', () => {
     const all = [...sources.engine, ...sources.no_cuda, ...sources.cuda, ...sources.addon, ...sources.testing, ...sources.tools_cuda];
-    const once = all.filter((f) => f !== ARGS);
+    const once = all.filter((f) => !SHARED.includes(f));
     expect(new Set(once).size).toBe(once.length);
     const mains = filesUnder('native/tools', '.cc').filter((f) => path.posix.dirname(f) === 'native/tools');
     expect(sorted([...new Set(all), ...mains])).toEqual(sorted([...filesUnder('native', '.cc'), ...filesUnder('native', '.cu')]));

@@ -283,7 +283,9 @@ describe('the executor device options', () => {
   });
 
   it('check their values', () => {
-    expect(() => compileTabularModel(model(), { device: 'tpu' as never })).toThrow(new RangeError('tabularCompile: options.device must be "cpu" or "cuda", got "tpu"'));
+    expect(() => compileTabularModel(model(), { device: 'tpu' as never })).toThrow(
+      Object.assign(new RangeError('tabularCompile: options.device must be one of "cpu", "cuda", got "tpu"'), { code: 'invalid_argument' }),
+    );
     expect(() => compileTabularModel(model(), { device: 1 as never })).toThrow(TypeError);
     expect(() => compileTabularModel(model(), { cudaMinRows: -1 })).toThrow(RangeError);
     expect(() => compileTabularModel(model(), { cudaMinRows: 1.5 })).toThrow(RangeError);

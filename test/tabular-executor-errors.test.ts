@@ -3,12 +3,17 @@
 // lifecycle: async runs off the JavaScript thread, concurrency, dispose.
 import { describe, expect, it } from 'vitest';
 
-import { compileTabularModel, loadTabularAddon } from '../src/tabular/executor/index.js';
+import { loadAddon } from '../src/native/addon.js';
+import { compileTabularModel } from '../src/tabular/executor/index.js';
 import type { NormalizedModel } from '../src/tabular/onnx/types.js';
 import { attr, mlpModel, ModelBuilder, treeRegressorModel } from './helpers/onnx-builder.js';
 import { compileBytes } from './helpers/tabular-executor.js';
 import { normalized, randomFloats } from './helpers/tabular-data.js';
 import { rng as rngFor } from './helpers/random.js';
+
+// The addon's argument errors: a TypeError or RangeError with code 'invalid_argument' (native/addon/errors.h).
+const invalidType = (message: string) => Object.assign(new TypeError(message), { code: 'invalid_argument' });
+const invalidValue = (message: string) => Object.assign(new RangeError(message), { code: 'invalid_argument' });
 
 const mlp = () => compileBytes(mlpModel().toBytes());
 const x24 = () => ({ name: 'x', dims: [2, 4], data: randomFloats(8, 1) });
@@ -238,53 +243,53 @@ describe('model errors', () => {
 
   it('a malformed model object is a TypeError that says where', () => {
     const base = normalized(mlpModel().toBytes());
-    expect(() => compileTabularModel(null as never)).toThrow(new TypeError('tabularCompile: model must be an object, got null'));
+    expect(() => compileTabularModel(null as never)).toThrow(invalidType('tabularCompile: model must be an object, got null'));
     expect(() => compileTabularModel({ ...base, graph: { ...base.graph, nodes: 'x' as never } })).toThrow(
-      new TypeError('tabularCompile: model.graph.nodes must be an array, got string'),
+      invalidType('tabularCompile: model.graph.nodes must be an array, got string'),
     );
     const badAttr = structuredClone(base);
     badAttr.graph.nodes[0]!.attributes.alpha = { type: 'float', value: 'one' as never };
     expect(() => compileTabularModel(badAttr)).toThrow(
-      new TypeError('tabularCompile: model.graph.nodes[0].attributes.alpha.value must be a number, got string'),
+      invalidType('tabularCompile: model.graph.nodes[0].attributes.alpha.value must be a number, got string'),
     );
     const badInit = structuredClone(base);
     badInit.graph.initializers[0]!.data = new Float64Array(12);
     expect(() => compileTabularModel(badInit)).toThrow(
-      new TypeError('tabularCompile: model.graph.initializers[0]: data must be a Float32Array for element type float, got Float64Array'),
+      invalidType('tabularCompile: model.graph.initializers[0]: data must be a Float32Array for element type float, got Float64Array'),
     );
     const short = structuredClone(base);
     short.graph.initializers[0]!.data = new Float32Array(5);
     expect(() => compileTabularModel(short)).toThrow(
-      new RangeError('tabularCompile: model.graph.initializers[0]: dims [3, 4] hold 12 elements but data has 5'),
+      invalidValue('tabularCompile: model.graph.initializers[0]: dims [3, 4] hold 12 elements but data has 5'),
     );
-    expect(() => loadTabularAddon().tabularCompile(base, { threads: 1.5 })).toThrow(
-      new RangeError('tabularCompile: options.threads must be an integer from 0 (the default) to 256, got 1.500000'),
+    expect(() => loadAddon().tabularCompile(base, { threads: 1.5 })).toThrow(
+      invalidValue('tabularCompile: options.threads must be an integer from 0 (the default) to 256, got 1.5'),
     );
   });
 });
 
 describe('input errors', () => {
   const cases: [string, unknown, Error][] = [
-    ['inputs not an array', { x: 1 }, new TypeError('runSync: inputs must be an array of {name, dims, data}, got object')],
-    ['an input not an object', [7], new TypeError('runSync: inputs[0] must be an object {name, dims, data}, got number')],
-    ['a name not a string', [{ name: 3, dims: [1], data: [] }], new TypeError('runSync: inputs[0].name must be a string, got number')],
-    ['an unknown name', [{ ...x24(), name: 'z' }], new RangeError('runSync: unknown input "z"; the model\'s inputs are "x"')],
-    ['dims not an array', [{ ...x24(), dims: 8 }], new TypeError('runSync: input "x": dims must be an array, got number')],
-    ['a negative dimension', [{ ...x24(), dims: [-2, 4] }], new RangeError('runSync: input "x": dims must be an array of non-negative integers, got -2.000000 at 0')],
-    ['dims that do not match the data', [{ ...x24(), dims: [3, 4] }], new RangeError('runSync: input "x": dims [3, 4] hold 12 elements but data has 8')],
-    ['the wrong typed array', [{ ...x24(), data: new Float64Array(8) }], new TypeError('runSync: input "x": data must be a Float32Array for element type float, got Float64Array')],
-    ['BigInt64Array for float', [{ ...x24(), data: new BigInt64Array(8) }], new TypeError('runSync: input "x": data must be a Float32Array for element type float, got BigInt64Array')],
-    ['strings for float', [{ ...x24(), data: ['1', '2', '3', '4', '5', '6', '7', '8'] }], new TypeError('runSync: input "x": data must be a typed array for element type float, got array')],
-    ['a shape the model does not declare', [{ ...x24(), dims: [4, 2] }], new RangeError('runSync: input "x" has shape [4, 2] but the model declares [?, 4] (the first dimension may be any batch size)')],
-    ['a missing input', [], new RangeError('runSync: missing input "x"')],
-    ['an input given twice', [x24(), x24()], new RangeError('runSync: input "x" is given twice')],
+    ['inputs not an array', { x: 1 }, invalidType('runSync: inputs must be an array of {name, dims, data}, got object')],
+    ['an input not an object', [7], invalidType('runSync: inputs[0] must be an object {name, dims, data}, got number')],
+    ['a name not a string', [{ name: 3, dims: [1], data: [] }], invalidType('runSync: inputs[0].name must be a string, got number')],
+    ['an unknown name', [{ ...x24(), name: 'z' }], invalidValue('runSync: unknown input "z"; the model\'s inputs are "x"')],
+    ['dims not an array', [{ ...x24(), dims: 8 }], invalidType('runSync: input "x": dims must be an array, got number')],
+    ['a negative dimension', [{ ...x24(), dims: [-2, 4] }], invalidValue('runSync: input "x": dims must be an array of non-negative integers, got -2 at 0')],
+    ['dims that do not match the data', [{ ...x24(), dims: [3, 4] }], invalidValue('runSync: input "x": dims [3, 4] hold 12 elements but data has 8')],
+    ['the wrong typed array', [{ ...x24(), data: new Float64Array(8) }], invalidType('runSync: input "x": data must be a Float32Array for element type float, got Float64Array')],
+    ['BigInt64Array for float', [{ ...x24(), data: new BigInt64Array(8) }], invalidType('runSync: input "x": data must be a Float32Array for element type float, got BigInt64Array')],
+    ['strings for float', [{ ...x24(), data: ['1', '2', '3', '4', '5', '6', '7', '8'] }], invalidType('runSync: input "x": data must be a typed array for element type float, got array')],
+    ['a shape the model does not declare', [{ ...x24(), dims: [4, 2] }], invalidValue('runSync: input "x" has shape [4, 2] but the model declares [?, 4] (the first dimension may be any batch size)')],
+    ['a missing input', [], invalidValue('runSync: missing input "x"')],
+    ['an input given twice', [x24(), x24()], invalidValue('runSync: input "x" is given twice')],
   ];
 
   for (const [what, inputs, error] of cases) {
     it(`rejects ${what}`, async () => {
       const model = mlp();
       expect(() => model.runSync(inputs as never)).toThrow(error);
-      const asyncError = new (error.constructor as ErrorConstructor)(error.message.replace(/^runSync:/, 'run:'));
+      const asyncError = Object.assign(new (error.constructor as ErrorConstructor)(error.message.replace(/^runSync:/, 'run:')), { code: 'invalid_argument' });
       await expect(model.run(inputs as never)).rejects.toThrow(asyncError);
     });
   }
@@ -294,13 +299,13 @@ describe('input errors', () => {
       new ModelBuilder({ opsets: { '': 13 } }).input('s', 'string', ['N']).node('Identity', ['s'], ['y']).output('y', 'string', ['N']).toBytes(),
     );
     expect(() => strings.runSync([{ name: 's', dims: [2], data: ['a', 5] as never }])).toThrow(
-      new TypeError('runSync: input "s": data[1] must be a string, got number'),
+      invalidType('runSync: input "s": data[1] must be a string, got number'),
     );
     const bytes = compileBytes(
       new ModelBuilder({ opsets: { '': 13 } }).input('b', 'uint8', ['N']).node('Identity', ['b'], ['y']).output('y', 'uint8', ['N']).toBytes(),
     );
     expect(() => bytes.runSync([{ name: 'b', dims: [2], data: Int32Array.of(1, 300) }])).toThrow(
-      new RangeError('runSync: input "b": data[1] = 300 is out of range for uint8'),
+      invalidValue('runSync: input "b": data[1] = 300 is out of range for uint8'),
     );
     expect(bytes.runSync([{ name: 'b', dims: [2], data: Int32Array.of(1, 255) }])[0]).toMatchObject({ dataType: 'uint8', data: Int32Array.of(1, 255) });
   });
@@ -351,9 +356,9 @@ describe('lifecycle', () => {
   });
 
   it('TabularModel cannot be constructed from JavaScript', () => {
-    const native = loadTabularAddon().tabularCompile(normalized(mlpModel().toBytes()));
+    const native = loadAddon().tabularCompile(normalized(mlpModel().toBytes()));
     const Ctor = (native as unknown as { constructor: new (...args: unknown[]) => unknown }).constructor;
-    expect(() => new Ctor()).toThrow(new TypeError('TabularModel cannot be constructed directly; use tabularCompile(model)'));
+    expect(() => new Ctor()).toThrow(invalidType('TabularModel cannot be constructed directly; use tabularCompile(model)'));
   });
 });
 

@@ -8,7 +8,7 @@ import { ApiError } from '../src/errors.js';
 import { openDatabase } from '../src/store/database.js';
 import { findCheckpoint, writeCheckpoint } from '../src/vectors/checkpoint.js';
 import { exactDistance, float32ToNumber, fromSpace } from '../src/vectors/distance.js';
-import { VectorEngine } from '../src/vectors/engine.js';
+import { VectorIndex } from '../src/vectors/vector-index.js';
 import { compileFilter, parseFilter } from '../src/vectors/filter.js';
 import { Partition, type ApplyJob } from '../src/vectors/partition.js';
 import type { LogFn, NewCollection, WorkerSettings } from '../src/vectors/types.js';
@@ -209,9 +209,9 @@ describe('checkpoint files', () => {
 });
 
 describe('engine', () => {
-  function engine(dataDir: string, logs: string[], overrides: Partial<WorkerSettings> = {}): VectorEngine {
+  function engine(dataDir: string, logs: string[], overrides: Partial<WorkerSettings> = {}): VectorIndex {
     const log: LogFn = (level, msg) => logs.push(`${level}: ${msg}`);
-    const e = new VectorEngine(
+    const e = new VectorIndex(
       {
         dbPath: path.join(dataDir, 'platform.db'),
         indexDir: path.join(dataDir, 'vectors'),

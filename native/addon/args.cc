@@ -4,9 +4,20 @@
 #include <sstream>
 
 #include "../core/thread_pool.h"
+#include "errors.h"
 
 namespace platform::addon {
 namespace {
+
+constexpr double kMaxSafeInteger = 9007199254740991.0;  // 2^53 - 1
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+std::string shape(int64_t rows, int64_t cols) {
+  return "[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
+}
+
+}  // namespace
 
 std::string format_number(double v) {
   if (std::isnan(v)) return "NaN";
@@ -16,12 +27,6 @@ std::string format_number(double v) {
   out << v;
   return out.str();
 }
-
-std::string shape(int64_t rows, int64_t cols) {
-  return "[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
-}
-
-}  // namespace
 
 std::string describe_type(const Napi::Value& value) {
   switch (value.Type()) {
@@ -59,11 +64,11 @@ std::string describe_type(const Napi::Value& value) {
 }
 
 void ArgReader::type_error(const std::string& message) const {
-  throw Napi::TypeError::New(env(), std::string(fn_) + ": " + message);
+  throw_error(env(), ErrorKind::kType, code::kInvalidArgument, std::string(fn_) + ": " + message);
 }
 
 void ArgReader::range_error(const std::string& message) const {
-  throw Napi::RangeError::New(env(), std::string(fn_) + ": " + message);
+  throw_error(env(), ErrorKind::kRange, code::kInvalidArgument, std::string(fn_) + ": " + message);
 }
 
 Napi::Value ArgReader::arg(size_t index) const {
@@ -75,7 +80,7 @@ void ArgReader::expect_count(size_t min, size_t max, const char* usage) const {
   if (n < min || n > max) {
     const std::string expected =
         min == max ? std::to_string(min) : std::to_string(min) + " or " + std::to_string(max);
-    type_error("expected " + expected + " arguments (" + usage + "), got " + std::to_string(n));
+    type_error("expected " + expected + (max == 1 ? " argument (" : " arguments (") + usage + "), got " + std::to_string(n));
   }
 }
 
@@ -111,35 +116,126 @@ Napi::Float32Array ArgReader::f32_array(size_t index, const char* name) const {
   return v.As<Napi::Float32Array>();
 }
 
-GemmOptions ArgReader::options(size_t index) const {
-  GemmOptions options;
+std::vector<int32_t> ArgReader::int32_list(size_t index, const char* name) const {
   const Napi::Value v = arg(index);
-  if (v.IsUndefined()) return options;
+  std::vector<int32_t> out;
+  if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_int32_array) {
+    const Napi::Int32Array a = v.As<Napi::Int32Array>();
+    out.assign(a.Data(), a.Data() + a.ElementLength());
+    return out;
+  }
+  if (!v.IsArray()) type_error(std::string(name) + " must be an Int32Array or an array of numbers, got " + describe_type(v));
+  const Napi::Array a = v.As<Napi::Array>();
+  out.reserve(a.Length());
+  for (uint32_t i = 0; i < a.Length(); ++i) {
+    const Napi::Value e = a.Get(i);
+    const double d = e.IsNumber() ? e.As<Napi::Number>().DoubleValue() : NAN;
+    if (!(d >= -2147483648.0 && d <= 2147483647.0 && d == std::floor(d))) {
+      type_error(std::string(name) + "[" + std::to_string(i) + "] must be an integer token id");
+    }
+    out.push_back(static_cast<int32_t>(d));
+  }
+  return out;
+}
+
+Napi::Object ArgReader::options_object(size_t index) const {
+  const Napi::Value v = arg(index);
+  if (v.IsUndefined()) return Napi::Object::New(env());
   if (!v.IsObject() || v.IsArray() || v.IsFunction() || v.IsTypedArray()) {
     type_error("options must be an object, got " + describe_type(v));
   }
-  const Napi::Object obj = v.As<Napi::Object>();
-  const Napi::Value simd = obj.Get("simd");
-  if (!simd.IsUndefined()) {
-    const char* expected = "options.simd must be one of \"scalar\", \"neon\", \"avx2\", \"avx512\"";
-    if (!simd.IsString()) type_error(std::string(expected) + ", got " + describe_type(simd));
-    const std::string name = simd.As<Napi::String>().Utf8Value();
-    const auto level = parse_simd_level(name);
-    if (!level) range_error(std::string(expected) + ", got \"" + name + "\"");
-    options.simd = *level;
+  return v.As<Napi::Object>();
+}
+
+double ArgReader::option(const Napi::Object& options, const NumberOption& spec) const {
+  const Napi::Value v = options.Get(spec.key);
+  if (v.IsUndefined()) return spec.fallback;
+  const std::string name = std::string("options.") + spec.key;
+  if (!v.IsNumber()) type_error(name + " must be a number, got " + describe_type(v));
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d) || d < spec.min || d > spec.max || (spec.integer && d != std::floor(d))) {
+    range_error(name + " must be " + (spec.integer ? "an integer" : "a number") + " in [" + format_number(spec.min) +
+                ", " + format_number(spec.max) + "], got " + format_number(d));
   }
-  const Napi::Value threads = obj.Get("threads");
-  if (!threads.IsUndefined()) {
-    const std::string expected =
-        "options.threads must be an integer from 0 (the default) to " + std::to_string(kMaxThreads);
-    if (!threads.IsNumber()) type_error(expected + ", got " + describe_type(threads));
-    const double t = threads.As<Napi::Number>().DoubleValue();
-    if (!(t >= 0 && t <= kMaxThreads) || std::floor(t) != t) {
-      range_error(expected + ", got " + format_number(t));
-    }
-    options.threads = static_cast<int>(t);
+  return d;
+}
+
+std::optional<std::string> ArgReader::option_choice(const Napi::Object& options, const char* key,
+                                                    std::initializer_list<const char*> choices) const {
+  const Napi::Value v = options.Get(key);
+  if (v.IsUndefined()) return std::nullopt;
+  std::string expected = std::string("options.") + key + " must be one of ";
+  bool first = true;
+  for (const char* c : choices) {
+    expected += (first ? "" : ", ") + quoted(c);
+    first = false;
   }
+  if (!v.IsString()) type_error(expected + ", got " + describe_type(v));
+  const std::string s = v.As<Napi::String>().Utf8Value();
+  for (const char* c : choices) {
+    if (s == c) return s;
+  }
+  range_error(expected + ", got " + quoted(s));
+}
+
+int ArgReader::threads_option(const Napi::Object& options) const {
+  const Napi::Value threads = options.Get("threads");
+  if (threads.IsUndefined()) return 0;
+  const std::string expected =
+      "options.threads must be an integer from 0 (the default) to " + std::to_string(kMaxThreads);
+  if (!threads.IsNumber()) type_error(expected + ", got " + describe_type(threads));
+  const double t = threads.As<Napi::Number>().DoubleValue();
+  if (!(t >= 0 && t <= kMaxThreads) || std::floor(t) != t) range_error(expected + ", got " + format_number(t));
+  return static_cast<int>(t);
+}
+
+std::optional<SimdLevel> ArgReader::simd_option(const Napi::Object& options) const {
+  const std::optional<std::string> name = option_choice(options, "simd", {"scalar", "neon", "avx2", "avx512"});
+  if (!name) return std::nullopt;
+  return parse_simd_level(*name);
+}
+
+GemmOptions ArgReader::options(size_t index) const {
+  const Napi::Object obj = options_object(index);
+  GemmOptions options;
+  options.simd = simd_option(obj);
+  options.threads = threads_option(obj);
   return options;
+}
+
+Napi::Object ArgReader::object_at(const Napi::Value& v, const std::string& path) const {
+  if (!v.IsObject() || v.IsArray()) type_error(path + " must be an object, got " + describe_type(v));
+  return v.As<Napi::Object>();
+}
+
+Napi::Array ArgReader::array_at(const Napi::Value& v, const std::string& path) const {
+  if (!v.IsArray()) type_error(path + " must be an array, got " + describe_type(v));
+  return v.As<Napi::Array>();
+}
+
+std::string ArgReader::string_at(const Napi::Value& v, const std::string& path) const {
+  if (!v.IsString()) type_error(path + " must be a string, got " + describe_type(v));
+  return v.As<Napi::String>().Utf8Value();
+}
+
+double ArgReader::number_at(const Napi::Value& v, const std::string& path) const {
+  if (!v.IsNumber()) type_error(path + " must be a number, got " + describe_type(v));
+  return v.As<Napi::Number>().DoubleValue();
+}
+
+int64_t ArgReader::integer_at(const Napi::Value& v, const std::string& path) const {
+  const double d = number_at(v, path);
+  if (!std::isfinite(d) || std::floor(d) != d || std::abs(d) > kMaxSafeInteger) {
+    range_error(path + " must be an integer, got " + format_number(d));
+  }
+  return static_cast<int64_t>(d);
+}
+
+std::vector<std::string> ArgReader::strings_at(const Napi::Value& v, const std::string& path) const {
+  const Napi::Array a = array_at(v, path);
+  std::vector<std::string> out(a.Length());
+  for (uint32_t i = 0; i < a.Length(); ++i) out[i] = string_at(a.Get(i), path + "[" + std::to_string(i) + "]");
+  return out;
 }
 
 void ArgReader::check_matrix(const Napi::Float32Array& array, const char* array_name,

@@ -5,9 +5,7 @@
 #include "../core/cpu_features.h"
 #include "../core/thread_pool.h"
 #include "../core/version.h"
-#if defined(PLATFORM_WITH_CUDA)
 #include "../backends/cuda/device_info.h"
-#endif
 
 namespace platform::addon {
 namespace {
@@ -29,9 +27,8 @@ Napi::Object simd_info(Napi::Env env) {
 Napi::Object cuda_info(Napi::Env env) {
   Napi::Object cuda = Napi::Object::New(env);
   Napi::Array devices = Napi::Array::New(env);
-#if defined(PLATFORM_WITH_CUDA)
-  cuda.Set("built", true);
   const cuda::DeviceQuery query = cuda::query_devices();
+  cuda.Set("built", query.built);
   for (size_t i = 0; i < query.devices.size(); ++i) {
     const cuda::DeviceInfo& d = query.devices[i];
     Napi::Object device = Napi::Object::New(env);
@@ -42,11 +39,6 @@ Napi::Object cuda_info(Napi::Env env) {
   }
   cuda.Set("devices", devices);
   cuda.Set("error", query.error.empty() ? env.Null() : Napi::String::New(env, query.error));
-#else
-  cuda.Set("built", false);
-  cuda.Set("devices", devices);
-  cuda.Set("error", env.Null());
-#endif
   return cuda;
 }
 

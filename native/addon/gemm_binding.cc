@@ -1,4 +1,4 @@
-// gemmF32 / gemmF32Async / gemvF32 / gemvF32Async: argument checks, then the core kernels either
+// gemmF32 / gemmF32Async / gemvF32 / gemvF32Async: argument checks, then the CPU backend's kernels either
 // on the calling thread or on a libuv worker (AsyncWorker) with the buffers referenced until the
 // promise settles.
 #include "gemm_binding.h"
@@ -10,6 +10,8 @@
 
 #include "../backends/cpu/gemm.h"
 #include "args.h"
+#include "errors.h"
+#include "promise_worker.h"
 
 namespace platform::addon {
 namespace {
@@ -141,33 +143,21 @@ Parsed<GemvCall> parse_gemv(const Napi::CallbackInfo& info, const char* fn, bool
 // Runs call.run() on a libuv worker and settles a promise with the output array. The input and
 // output arrays are held by references so the garbage collector cannot free them meanwhile.
 template <typename Call>
-class KernelWorker : public Napi::AsyncWorker {
+class KernelWorker : public PromiseWorker {
  public:
   KernelWorker(Napi::Env env, const char* name, const Call& call,
                const std::vector<Napi::Float32Array>& inputs, const Napi::Float32Array& output)
-      : Napi::AsyncWorker(env, name), call_(call), deferred_(Napi::Promise::Deferred::New(env)) {
+      : PromiseWorker(env, name, code::kInternal), call_(call) {
     for (const auto& array : inputs) refs_.push_back(Napi::Persistent(array.As<Napi::Object>()));
     output_ = Napi::Persistent(output.As<Napi::Object>());
   }
 
-  Napi::Promise promise() const { return deferred_.Promise(); }
-
  protected:
-  void Execute() override {
-    try {
-      call_.run();
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    } catch (...) {
-      SetError("unknown native error");
-    }
-  }
-  void OnOK() override { deferred_.Resolve(output_.Value()); }
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+  void work() override { call_.run(); }
+  Napi::Value result() override { return output_.Value(); }
 
  private:
   Call call_;
-  Napi::Promise::Deferred deferred_;
   std::vector<Napi::ObjectReference> refs_;
   Napi::ObjectReference output_;
 };
@@ -177,7 +167,7 @@ void run_sync(const Napi::Env& env, const Call& call) {
   try {
     call.run();
   } catch (const std::exception& e) {
-    throw Napi::Error::New(env, e.what());
+    throw_error(env, ErrorKind::kError, code::kInternal, e.what());
   }
 }
 

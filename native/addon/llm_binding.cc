@@ -8,6 +8,9 @@
 //   llmLogits(handle, tokens, allPositions) -> id              (result arrives as a 'logits' event)
 //   llmCancel(handle, id), llmStats(handle), llmModelInfo(handle)
 //   llmUnload(handle) -> Promise<void>                         (cancels all, joins the thread)
+//   llmOptionLimits                                             (the options' defaults and ranges)
+// The defaults of the numeric options are the engine's own (EngineOptions, GenerateRequest,
+// SamplingParams); their ranges are written once, below, and exported as llmOptionLimits.
 #include "llm_binding.h"
 
 #include <cmath>
@@ -20,6 +23,8 @@
 #include "../core/thread_pool.h"
 #include "../llm/engine.h"
 #include "args.h"
+#include "errors.h"
+#include "promise_worker.h"
 
 namespace platform::addon {
 namespace {
@@ -59,53 +64,50 @@ Handle& get_handle(const ArgReader& r, const Napi::CallbackInfo& info) {
 
 Engine& get_engine(const ArgReader& r, const Napi::CallbackInfo& info) {
   Handle& h = get_handle(r, info);
-  if (!h.engine) {
-    Napi::Error e = Napi::Error::New(info.Env(), std::string(r.fn()) + ": the model has been unloaded");
-    e.Set("code", Napi::String::New(info.Env(), "unloaded"));
-    throw e;
-  }
+  if (!h.engine) throw_error(info.Env(), ErrorKind::kError, code::kUnloaded, "the model has been unloaded");
   return *h.engine;
 }
 
-// options.key as a number in [lo, hi] (an integer when `integer`), or `fallback` when absent.
-double option(const ArgReader& r, const Napi::Object& o, const char* key, double fallback, double lo,
-              double hi, bool integer) {
-  const Napi::Value v = o.Get(key);
-  if (v.IsUndefined()) return fallback;
-  if (!v.IsNumber()) r.type_error(std::string("options.") + key + " must be a number, got " + describe_type(v));
-  const double d = v.As<Napi::Number>().DoubleValue();
-  if (!std::isfinite(d) || d < lo || d > hi || (integer && d != std::floor(d))) {
-    r.range_error(std::string("options.") + key + " must be " + (integer ? "an integer" : "a number") +
-                  " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(d));
-  }
-  return d;
-}
+const llm::EngineOptions kEngine;
+const llm::GenerateRequest kRequest;
+const llm::SamplingParams kSampling = kRequest.sampling;
+constexpr double kMaxSafeInteger = 9007199254740991.0;  // 2^53 - 1
 
-Napi::Object options_object(const ArgReader& r, const Napi::CallbackInfo& info, size_t index) {
-  if (index >= info.Length() || info[index].IsUndefined()) return Napi::Object::New(info.Env());
-  if (!info[index].IsObject()) r.type_error("options must be an object, got " + describe_type(info[index]));
-  return info[index].As<Napi::Object>();
-}
+// llmLoadModel (0 for contextLength and kvCacheBytes: chosen by the engine, see EngineOptions).
+const NumberOption kContextLength{"contextLength", double(kEngine.context_length), 0, 1 << 24, true};
+const NumberOption kKvCacheBytes{"kvCacheBytes", double(kEngine.kv_cache_bytes), 0, kMaxSafeInteger, true};
+const NumberOption kMaxRunning{"maxRunningSequences", double(kEngine.max_running), 1, 4096, true};
+const NumberOption kMaxQueued{"maxQueued", double(kEngine.max_queued), 0, 1 << 20, true};
+const NumberOption kBlockSize{"kvBlockSize", double(kEngine.block_size), 1, 4096, true};
+const NumberOption kMaxBatchTokens{"maxBatchTokens", double(kEngine.max_batch_tokens), 1, 1 << 16, true};
+const NumberOption kThreads{"threads", double(kEngine.threads), 0, kMaxThreads, true};  // read by threads_option
+const NumberOption* const kLoadOptions[] = {&kThreads, &kContextLength, &kKvCacheBytes, &kMaxRunning,
+                                            &kMaxQueued, &kBlockSize, &kMaxBatchTokens};
+// llmGenerate (seed: absent means a random seed).
+const NumberOption kMaxTokens{"maxTokens", double(kRequest.max_tokens), 1, 1 << 30, true};
+const NumberOption kTemperature{"temperature", kSampling.temperature, 0, 1e6, false};
+const NumberOption kTopK{"topK", double(kSampling.top_k), 0, 1 << 30, true};
+const NumberOption kTopP{"topP", kSampling.top_p, 0, 1, false};
+const NumberOption kMinP{"minP", kSampling.min_p, 0, 1, false};
+const NumberOption kFrequencyPenalty{"frequencyPenalty", kSampling.frequency_penalty, -2, 2, false};
+const NumberOption kPresencePenalty{"presencePenalty", kSampling.presence_penalty, -2, 2, false};
+const NumberOption kSeed{"seed", 0, 0, kMaxSafeInteger, true};
+const NumberOption* const kGenerateOptions[] = {&kMaxTokens, &kTemperature, &kTopK, &kTopP, &kMinP,
+                                                &kFrequencyPenalty, &kPresencePenalty, &kSeed};
 
-std::vector<int32_t> tokens_arg(const ArgReader& r, const Napi::CallbackInfo& info, size_t index) {
-  std::vector<int32_t> out;
-  const Napi::Value v = index < info.Length() ? info[index] : info.Env().Undefined();
-  if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_int32_array) {
-    const Napi::Int32Array a = v.As<Napi::Int32Array>();
-    out.assign(a.Data(), a.Data() + a.ElementLength());
-    return out;
+template <size_t N>
+Napi::Object limits_to_js(Napi::Env env, const NumberOption* const (&options)[N]) {
+  Napi::Object out = Napi::Object::New(env);
+  for (const NumberOption* o : options) {
+    Napi::Object limit = Napi::Object::New(env);
+    limit.Set("default", o->fallback);
+    limit.Set("min", o->min);
+    limit.Set("max", o->max);
+    limit.Set("integer", o->integer);
+    limit.Freeze();
+    out.Set(o->key, limit);
   }
-  if (!v.IsArray()) r.type_error("tokens must be an Int32Array or an array of numbers, got " + describe_type(v));
-  const Napi::Array a = v.As<Napi::Array>();
-  out.reserve(a.Length());
-  for (uint32_t i = 0; i < a.Length(); ++i) {
-    const Napi::Value e = a.Get(i);
-    const double d = e.IsNumber() ? e.As<Napi::Number>().DoubleValue() : NAN;
-    if (!(d >= -2147483648.0 && d <= 2147483647.0 && d == std::floor(d))) {
-      r.type_error("tokens[" + std::to_string(i) + "] must be an integer token id");
-    }
-    out.push_back(static_cast<int32_t>(d));
-  }
+  out.Freeze();
   return out;
 }
 
@@ -133,40 +135,36 @@ Napi::Value event_to_js(const Napi::Env& env, Event& ev) {
   return o;
 }
 
-class LoadWorker : public Napi::AsyncWorker {
+class LoadWorker : public PromiseWorker {
  public:
   LoadWorker(Napi::Env env, std::string path, llm::EngineOptions options, std::shared_ptr<JsSide> js)
-      : Napi::AsyncWorker(env, "platform.llmLoadModel"), path_(std::move(path)), options_(options),
-        js_(std::move(js)), deferred_(Napi::Promise::Deferred::New(env)) {}
-
-  Napi::Promise promise() const { return deferred_.Promise(); }
+      : PromiseWorker(env, "platform.llmLoadModel", code::kLoadFailed), path_(std::move(path)), options_(options),
+        js_(std::move(js)) {}
 
  protected:
-  void Execute() override {
+  void work() override {
+    Napi::ThreadSafeFunction tsfn = js_->tsfn;  // copied: the scheduler must not touch JsSide
+    auto sink = [tsfn](std::vector<Event>&& events) mutable {
+      auto* batch = new std::vector<Event>(std::move(events));
+      const napi_status s = tsfn.NonBlockingCall(batch, [](Napi::Env env, Napi::Function cb, std::vector<Event>* data) {
+        std::unique_ptr<std::vector<Event>> owned(data);
+        if (env == nullptr || cb.IsEmpty()) return;
+        try {
+          cb.Call({Napi::External<std::vector<Event>>::New(env, data)});
+        } catch (const Napi::Error& e) {
+          napi_fatal_exception(env, e.Value());  // a throwing listener is a bug: surface it
+        }
+      });
+      if (s != napi_ok) delete batch;
+    };
     try {
-      Napi::ThreadSafeFunction tsfn = js_->tsfn;  // copied: the scheduler must not touch JsSide
-      auto sink = [tsfn](std::vector<Event>&& events) mutable {
-        auto* batch = new std::vector<Event>(std::move(events));
-        const napi_status s = tsfn.NonBlockingCall(batch, [](Napi::Env env, Napi::Function cb, std::vector<Event>* data) {
-          std::unique_ptr<std::vector<Event>> owned(data);
-          if (env == nullptr || cb.IsEmpty()) return;
-          try {
-            cb.Call({Napi::External<std::vector<Event>>::New(env, data)});
-          } catch (const Napi::Error& e) {
-            napi_fatal_exception(env, e.Value());  // a throwing listener is a bug: surface it
-          }
-        });
-        if (s != napi_ok) delete batch;
-      };
       engine_ = std::make_shared<Engine>(llm::Model::load(path_), options_, std::move(sink));
     } catch (const std::bad_alloc&) {
-      SetError("llmLoadModel: out of memory loading " + path_ + " (lower kvCacheBytes or contextLength)");
-    } catch (const std::exception& e) {
-      SetError(std::string("llmLoadModel: ") + e.what());
+      throw CodedFailure(code::kOutOfMemory, "out of memory loading " + path_ + " (lower kvCacheBytes or contextLength)");
     }
   }
 
-  void OnOK() override {
+  Napi::Value result() override {
     Napi::Env env = Env();
     auto* handle = new Handle{engine_, js_};
     auto ext = Napi::External<Handle>::New(env, handle, [](Napi::Env, Handle* h) {
@@ -180,46 +178,34 @@ class LoadWorker : public Napi::AsyncWorker {
     env.AddCleanupHook([weak]() {
       if (auto e = weak.lock()) e->stop();
     });
-    deferred_.Resolve(ext);
+    return ext;
   }
 
-  void OnError(const Napi::Error& error) override {
-    js_->release();
-    deferred_.Reject(error.Value());
-  }
+  void failed() override { js_->release(); }
 
  private:
   std::string path_;
   llm::EngineOptions options_;
   std::shared_ptr<JsSide> js_;
   std::shared_ptr<Engine> engine_;
-  Napi::Promise::Deferred deferred_;
 };
 
 Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   ArgReader r(info, "llmLoadModel");
   r.expect_count(3, 3, "path, options, onEvents");
   if (!info[0].IsString()) r.type_error("path must be a string, got " + describe_type(info[0]));
-  const Napi::Object o = options_object(r, info, 1);
+  const Napi::Object o = r.options_object(1);
   if (!info[2].IsFunction()) r.type_error("onEvents must be a function, got " + describe_type(info[2]));
   llm::EngineOptions opt;
-  opt.threads = static_cast<int>(option(r, o, "threads", 0, 0, kMaxThreads, true));
-  opt.context_length = static_cast<int64_t>(option(r, o, "contextLength", 0, 0, 1 << 24, true));
-  opt.kv_cache_bytes = static_cast<int64_t>(option(r, o, "kvCacheBytes", 0, 0, 9007199254740991.0, true));
-  opt.max_running = static_cast<int32_t>(option(r, o, "maxRunningSequences", 8, 1, 4096, true));
-  opt.max_queued = static_cast<int32_t>(option(r, o, "maxQueued", 64, 0, 1 << 20, true));
-  opt.block_size = static_cast<int32_t>(option(r, o, "kvBlockSize", 16, 1, 4096, true));
-  opt.max_batch_tokens = static_cast<int32_t>(option(r, o, "maxBatchTokens", 256, 1, 1 << 16, true));
-  if (const Napi::Value simd = o.Get("simd"); !simd.IsUndefined()) {
-    if (!simd.IsString()) r.type_error("options.simd must be a string, got " + describe_type(simd));
-    opt.simd = parse_simd_level(simd.As<Napi::String>().Utf8Value());
-    if (!opt.simd) r.range_error("options.simd must be one of scalar, neon, avx2, avx512");
-  }
-  if (const Napi::Value backend = o.Get("backend"); !backend.IsUndefined()) {
-    if (!backend.IsString()) r.type_error("options.backend must be a string, got " + describe_type(backend));
-    opt.backend = backend.As<Napi::String>().Utf8Value();
-    if (opt.backend != "cpu" && opt.backend != "cuda") r.range_error("options.backend must be one of cpu, cuda");
-  }
+  opt.threads = r.threads_option(o);
+  opt.context_length = static_cast<int64_t>(r.option(o, kContextLength));
+  opt.kv_cache_bytes = static_cast<int64_t>(r.option(o, kKvCacheBytes));
+  opt.max_running = static_cast<int32_t>(r.option(o, kMaxRunning));
+  opt.max_queued = static_cast<int32_t>(r.option(o, kMaxQueued));
+  opt.block_size = static_cast<int32_t>(r.option(o, kBlockSize));
+  opt.max_batch_tokens = static_cast<int32_t>(r.option(o, kMaxBatchTokens));
+  opt.simd = r.simd_option(o);
+  if (auto backend = r.option_choice(o, "backend", {"cpu", "cuda"})) opt.backend = *backend;
 
   // The dispatcher: unwraps each native batch into JS objects and keeps the ref count.
   auto js = std::make_shared<JsSide>();
@@ -261,11 +247,9 @@ Napi::Value submit(const Napi::CallbackInfo& info, const char* fn, llm::Generate
   try {
     id = engine.submit(std::move(req));
   } catch (const EngineError& ex) {
-    Napi::Error e = Napi::Error::New(info.Env(), std::string(fn) + ": " + ex.what());
-    e.Set("code", Napi::String::New(info.Env(), ex.code()));
-    throw e;
+    throw_error(info.Env(), ErrorKind::kError, ex.code().c_str(), ex.what());  // the engine's state, not the caller's input
   } catch (const std::invalid_argument& ex) {
-    throw Napi::RangeError::New(info.Env(), std::string(fn) + ": " + ex.what());
+    r.range_error(ex.what());
   }
   if (h.js->active++ == 0 && !h.js->released) h.js->tsfn.Ref(info.Env());
   return Napi::Number::New(info.Env(), static_cast<double>(id));
@@ -276,19 +260,19 @@ Napi::Value Generate(const Napi::CallbackInfo& info) {
   r.expect_count(2, 3, "handle, tokens, options?");
   get_handle(r, info);
   llm::GenerateRequest req;
-  req.prompt = tokens_arg(r, info, 1);
-  const Napi::Object o = options_object(r, info, 2);
-  req.max_tokens = static_cast<int32_t>(option(r, o, "maxTokens", 16, 1, 1 << 30, true));
+  req.prompt = r.int32_list(1, "tokens");
+  const Napi::Object o = r.options_object(2);
+  req.max_tokens = static_cast<int32_t>(r.option(o, kMaxTokens));
   llm::SamplingParams& s = req.sampling;
-  s.temperature = static_cast<float>(option(r, o, "temperature", 0, 0, 1e6, false));
-  s.top_k = static_cast<int32_t>(option(r, o, "topK", 0, 0, 1 << 30, true));
-  s.top_p = static_cast<float>(option(r, o, "topP", 1, 0, 1, false));
-  s.min_p = static_cast<float>(option(r, o, "minP", 0, 0, 1, false));
-  s.frequency_penalty = static_cast<float>(option(r, o, "frequencyPenalty", 0, -2, 2, false));
-  s.presence_penalty = static_cast<float>(option(r, o, "presencePenalty", 0, -2, 2, false));
-  if (!o.Get("seed").IsUndefined()) {
+  s.temperature = static_cast<float>(r.option(o, kTemperature));
+  s.top_k = static_cast<int32_t>(r.option(o, kTopK));
+  s.top_p = static_cast<float>(r.option(o, kTopP));
+  s.min_p = static_cast<float>(r.option(o, kMinP));
+  s.frequency_penalty = static_cast<float>(r.option(o, kFrequencyPenalty));
+  s.presence_penalty = static_cast<float>(r.option(o, kPresencePenalty));
+  if (!o.Get(kSeed.key).IsUndefined()) {
     s.has_seed = true;
-    s.seed = static_cast<uint64_t>(option(r, o, "seed", 0, 0, 9007199254740991.0, true));
+    s.seed = static_cast<uint64_t>(r.option(o, kSeed));
   }
   return submit(info, "llmGenerate", std::move(req));
 }
@@ -298,7 +282,7 @@ Napi::Value Logits(const Napi::CallbackInfo& info) {
   r.expect_count(2, 3, "handle, tokens, allPositions?");
   get_handle(r, info);
   llm::GenerateRequest req;
-  req.prompt = tokens_arg(r, info, 1);
+  req.prompt = r.int32_list(1, "tokens");
   req.logits_only = true;
   req.all_logits = info.Length() > 2 && r.boolean(2, "allPositions");
   return submit(info, "llmLogits", std::move(req));
@@ -378,29 +362,27 @@ Napi::Value ModelInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
-class UnloadWorker : public Napi::AsyncWorker {
+class UnloadWorker : public PromiseWorker {
  public:
   UnloadWorker(Napi::Env env, Napi::External<Handle> handle)
-      : Napi::AsyncWorker(env, "platform.llmUnload"), handle_(Napi::Persistent(handle.As<Napi::Value>())),
-        engine_(handle.Data()->engine), deferred_(Napi::Promise::Deferred::New(env)) {}
-  Napi::Promise promise() const { return deferred_.Promise(); }
+      : PromiseWorker(env, "platform.llmUnload", code::kInternal), handle_(Napi::Persistent(handle.As<Napi::Value>())),
+        engine_(handle.Data()->engine) {}
 
  protected:
-  void Execute() override {
+  void work() override {
     if (engine_) engine_->stop();  // cancels every sequence; their events are queued first
   }
-  void OnOK() override {
+  Napi::Value result() override {
     Handle* h = handle_.Value().As<Napi::External<Handle>>().Data();
     if (h->js) h->js->release();
     h->engine.reset();
     engine_.reset();  // unmaps the file and frees the KV cache
-    deferred_.Resolve(Env().Undefined());
+    return Env().Undefined();
   }
 
  private:
   Napi::Reference<Napi::Value> handle_;
   std::shared_ptr<Engine> engine_;
-  Napi::Promise::Deferred deferred_;
 };
 
 Napi::Value Unload(const Napi::CallbackInfo& info) {
@@ -423,6 +405,11 @@ void register_llm(Napi::Env env, Napi::Object exports) {
   exports.Set("llmStats", Napi::Function::New(env, Stats, "llmStats"));
   exports.Set("llmModelInfo", Napi::Function::New(env, ModelInfo, "llmModelInfo"));
   exports.Set("llmUnload", Napi::Function::New(env, Unload, "llmUnload"));
+  Napi::Object limits = Napi::Object::New(env);
+  limits.Set("load", limits_to_js(env, kLoadOptions));
+  limits.Set("generate", limits_to_js(env, kGenerateOptions));
+  limits.Freeze();
+  exports.Set("llmOptionLimits", limits);
 }
 
 }  // namespace platform::addon

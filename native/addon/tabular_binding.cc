@@ -7,10 +7,12 @@
 // and runs the graph on a libuv worker (AsyncWorker), so the event loop never does model
 // arithmetic; runSync() runs on the calling thread (tests, benchmarks).
 //
-// Errors: a malformed model object or a wrong argument type is a TypeError; a right type with an
-// unusable value (dims that do not match the data, an unknown or missing input, a shape the model
-// does not accept) a RangeError; a model the executor refuses, or a failure while running, an
-// Error carrying the native message, which names the node and operator.
+// Errors (errors.h): a malformed model object or a wrong argument type is a TypeError; a right type
+// with an unusable value (dims that do not match the data, an unknown or missing input, a shape
+// the model does not accept) a RangeError, both with code "invalid_argument"; a model the
+// executor refuses is an Error "model_refused", a failure while running an Error "run_failed"
+// (both carry the native message, which names the node and operator), cuda asked for where it
+// cannot run an Error "unavailable", a disposed model an Error "disposed".
 #include "tabular_binding.h"
 
 #include <cmath>
@@ -23,6 +25,8 @@
 
 #include "../tabular/graph.h"
 #include "args.h"
+#include "errors.h"
+#include "promise_worker.h"
 
 namespace platform::addon {
 namespace {
@@ -37,68 +41,15 @@ using tabular::NodeDesc;
 using tabular::Tensor;
 using tabular::ValueDesc;
 
-// A JavaScript-side error to raise: TypeError, RangeError or Error.
-struct JsError {
-  enum class Kind { kType, kRange, kPlain };
-  Kind kind;
-  std::string message;
-};
-
-[[noreturn]] void type_error(const std::string& m) { throw JsError{JsError::Kind::kType, m}; }
-[[noreturn]] void range_error(const std::string& m) { throw JsError{JsError::Kind::kRange, m}; }
-
-Napi::Error to_js(Napi::Env env, const JsError& e) {
-  switch (e.kind) {
-    case JsError::Kind::kType: return Napi::TypeError::New(env, e.message);
-    case JsError::Kind::kRange: return Napi::RangeError::New(env, e.message);
-    default: return Napi::Error::New(env, e.message);
-  }
-}
-
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 // ---- reading the model object ----
 
-Napi::Object get_object(const Napi::Value& v, const std::string& path) {
-  if (!v.IsObject() || v.IsArray()) type_error(path + " must be an object, got " + describe_type(v));
-  return v.As<Napi::Object>();
-}
-
-Napi::Array get_array(const Napi::Value& v, const std::string& path) {
-  if (!v.IsArray()) type_error(path + " must be an array, got " + describe_type(v));
-  return v.As<Napi::Array>();
-}
-
-std::string get_string(const Napi::Value& v, const std::string& path) {
-  if (!v.IsString()) type_error(path + " must be a string, got " + describe_type(v));
-  return v.As<Napi::String>().Utf8Value();
-}
-
-double get_number(const Napi::Value& v, const std::string& path) {
-  if (!v.IsNumber()) type_error(path + " must be a number, got " + describe_type(v));
-  return v.As<Napi::Number>().DoubleValue();
-}
-
-int64_t get_integer(const Napi::Value& v, const std::string& path) {
-  const double d = get_number(v, path);
-  if (!std::isfinite(d) || std::floor(d) != d || std::abs(d) > 9007199254740991.0) {
-    range_error(path + " must be an integer, got " + std::to_string(d));
-  }
-  return static_cast<int64_t>(d);
-}
-
-std::vector<std::string> get_strings(const Napi::Value& v, const std::string& path) {
-  Napi::Array a = get_array(v, path);
-  std::vector<std::string> out(a.Length());
-  for (uint32_t i = 0; i < a.Length(); ++i) out[i] = get_string(a.Get(i), path + "[" + std::to_string(i) + "]");
-  return out;
-}
-
 // The element type a tensor's dataType names; float16/bfloat16 arrive decoded as float32.
-DType tensor_dtype(const std::string& name, const std::string& path) {
+DType tensor_dtype(const ArgReader& r, const std::string& name, const std::string& path) {
   if (name == "float16" || name == "bfloat16") return DType::kFloat;
   const DType t = tabular::dtype_from_name(name);
-  if (t == DType::kUndefined) range_error(path + " has the unsupported element type " + quoted(name));
+  if (t == DType::kUndefined) r.range_error(path + " has the unsupported element type " + quoted(name));
   return t;
 }
 
@@ -110,38 +61,38 @@ void copy_converted(const S* src, size_t n, Tensor& t) {
 
 // Reads typed-array or string[] data into a tensor of element type `type` and shape `dims`.
 // `what` names the data for messages. Int32Array data is range-checked for narrower types.
-Tensor read_data(const Napi::Value& data, DType type, const tabular::Shape& dims, const std::string& what) {
+Tensor read_data(const ArgReader& r, const Napi::Value& data, DType type, const tabular::Shape& dims, const std::string& what) {
   int64_t count;
   try {
     count = tabular::shape_size(dims);
   } catch (const std::exception& e) {
-    range_error(what + ": " + e.what());
+    r.range_error(what + ": " + e.what());
   }
   auto mismatch = [&](size_t length) {
-    range_error(what + ": dims " + tabular::shape_str(dims) + " hold " + std::to_string(count) +
+    r.range_error(what + ": dims " + tabular::shape_str(dims) + " hold " + std::to_string(count) +
                 " elements but data has " + std::to_string(length));
   };
   Tensor t;
   try {
     t = Tensor(type, dims);
   } catch (const std::bad_alloc&) {
-    range_error(what + ": out of memory for dims " + tabular::shape_str(dims));
+    r.range_error(what + ": out of memory for dims " + tabular::shape_str(dims));
   } catch (const std::exception& e) {
-    range_error(what + ": " + e.what());
+    r.range_error(what + ": " + e.what());
   }
   if (type == DType::kString) {
-    if (!data.IsArray()) type_error(what + ": data must be an array of strings, got " + describe_type(data));
+    if (!data.IsArray()) r.type_error(what + ": data must be an array of strings, got " + describe_type(data));
     Napi::Array a = data.As<Napi::Array>();
     if (static_cast<int64_t>(a.Length()) != count) mismatch(a.Length());
     for (uint32_t i = 0; i < a.Length(); ++i) {
       Napi::Value s = a.Get(i);
-      if (!s.IsString()) type_error(what + ": data[" + std::to_string(i) + "] must be a string, got " + describe_type(s));
+      if (!s.IsString()) r.type_error(what + ": data[" + std::to_string(i) + "] must be a string, got " + describe_type(s));
       t.strings()[i] = s.As<Napi::String>().Utf8Value();
     }
     return t;
   }
   if (!data.IsTypedArray()) {
-    type_error(what + ": data must be a typed array for element type " + tabular::dtype_name(type) + ", got " +
+    r.type_error(what + ": data must be a typed array for element type " + tabular::dtype_name(type) + ", got " +
                describe_type(data));
   }
   Napi::TypedArray ta = data.As<Napi::TypedArray>();
@@ -149,7 +100,7 @@ Tensor read_data(const Napi::Value& data, DType type, const tabular::Shape& dims
   const size_t n = ta.ElementLength();
   auto expect = [&](napi_typedarray_type want, const char* name) {
     if (at != want) {
-      type_error(what + ": data must be a " + name + " for element type " + tabular::dtype_name(type) + ", got " +
+      r.type_error(what + ": data must be a " + name + " for element type " + tabular::dtype_name(type) + ", got " +
                  describe_type(data));
     }
   };
@@ -188,7 +139,7 @@ Tensor read_data(const Napi::Value& data, DType type, const tabular::Shape& dims
   }
   for (size_t i = 0; i < n; ++i) {
     if (s[i] < lo || s[i] > hi) {
-      range_error(what + ": data[" + std::to_string(i) + "] = " + std::to_string(s[i]) + " is out of range for " +
+      r.range_error(what + ": data[" + std::to_string(i) + "] = " + std::to_string(s[i]) + " is out of range for " +
                   tabular::dtype_name(type));
     }
   }
@@ -203,102 +154,102 @@ Tensor read_data(const Napi::Value& data, DType type, const tabular::Shape& dims
   return t;
 }
 
-tabular::Shape read_dims(const Napi::Value& v, const std::string& path) {
-  Napi::Array a = get_array(v, path);
+tabular::Shape read_dims(const ArgReader& r, const Napi::Value& v, const std::string& path) {
+  Napi::Array a = r.array_at(v, path);
   tabular::Shape dims(a.Length());
   for (uint32_t i = 0; i < a.Length(); ++i) {
     Napi::Value d = a.Get(i);
     const std::string where = " at " + std::to_string(i);
-    if (!d.IsNumber()) type_error(path + " must be an array of non-negative integers, got " + describe_type(d) + where);
+    if (!d.IsNumber()) r.type_error(path + " must be an array of non-negative integers, got " + describe_type(d) + where);
     const double x = d.As<Napi::Number>().DoubleValue();
     if (!(x >= 0) || std::floor(x) != x || x > 2147483647.0) {
-      range_error(path + " must be an array of non-negative integers, got " + std::to_string(x) + where);
+      r.range_error(path + " must be an array of non-negative integers, got " + format_number(x) + where);
     }
     dims[i] = static_cast<int64_t>(x);
   }
   return dims;
 }
 
-Tensor read_tensor(const Napi::Value& v, const std::string& path) {
-  Napi::Object o = get_object(v, path);
-  const DType type = tensor_dtype(get_string(o.Get("dataType"), path + ".dataType"), path);
-  const tabular::Shape dims = read_dims(o.Get("dims"), path + ".dims");
-  return read_data(o.Get("data"), type, dims, path);
+Tensor read_tensor(const ArgReader& r, const Napi::Value& v, const std::string& path) {
+  Napi::Object o = r.object_at(v, path);
+  const DType type = tensor_dtype(r, r.string_at(o.Get("dataType"), path + ".dataType"), path);
+  const tabular::Shape dims = read_dims(r, o.Get("dims"), path + ".dims");
+  return read_data(r, o.Get("data"), type, dims, path);
 }
 
-ValueDesc read_value_info(const Napi::Value& v, const std::string& path) {
-  Napi::Object o = get_object(v, path);
+ValueDesc read_value_info(const ArgReader& r, const Napi::Value& v, const std::string& path) {
+  Napi::Object o = r.object_at(v, path);
   ValueDesc d;
-  d.name = get_string(o.Get("name"), path + ".name");
-  const std::string kind = get_string(o.Get("kind"), path + ".kind");
+  d.name = r.string_at(o.Get("name"), path + ".name");
+  const std::string kind = r.string_at(o.Get("kind"), path + ".kind");
   if (kind == "tensor") {
     d.kind = ValueDesc::Kind::kTensor;
-    const std::string et = get_string(o.Get("elemType"), path + ".elemType");
+    const std::string et = r.string_at(o.Get("elemType"), path + ".elemType");
     d.dtype = et == "float16" || et == "bfloat16" ? DType::kFloat : tabular::dtype_from_name(et);
-    if (d.dtype == DType::kUndefined) range_error(path + " has the unsupported element type " + quoted(et));
+    if (d.dtype == DType::kUndefined) r.range_error(path + " has the unsupported element type " + quoted(et));
     Napi::Value shape = o.Get("shape");
     if (!shape.IsNull() && !shape.IsUndefined()) {
-      Napi::Array a = get_array(shape, path + ".shape");
+      Napi::Array a = r.array_at(shape, path + ".shape");
       d.has_shape = true;
       for (uint32_t i = 0; i < a.Length(); ++i) {
         Napi::Value dim = a.Get(i);
-        d.dims.push_back(dim.IsNumber() ? get_integer(dim, path + ".shape[" + std::to_string(i) + "]") : -1);
+        d.dims.push_back(dim.IsNumber() ? r.integer_at(dim, path + ".shape[" + std::to_string(i) + "]") : -1);
       }
     }
   } else if (kind == "sequence-map") {
     d.kind = ValueDesc::Kind::kSequenceMap;
-    d.key_type = tabular::dtype_from_name(get_string(o.Get("keyType"), path + ".keyType"));
-    d.dtype = tabular::dtype_from_name(get_string(o.Get("valueType"), path + ".valueType"));
+    d.key_type = tabular::dtype_from_name(r.string_at(o.Get("keyType"), path + ".keyType"));
+    d.dtype = tabular::dtype_from_name(r.string_at(o.Get("valueType"), path + ".valueType"));
   } else if (kind == "unknown") {
     d.kind = ValueDesc::Kind::kUnknown;
   } else {
-    range_error(path + ".kind must be \"tensor\", \"sequence-map\" or \"unknown\", got " + quoted(kind));
+    r.range_error(path + ".kind must be \"tensor\", \"sequence-map\" or \"unknown\", got " + quoted(kind));
   }
   return d;
 }
 
-Attribute read_attribute(const Napi::Value& v, const std::string& path) {
-  Napi::Object o = get_object(v, path);
+Attribute read_attribute(const ArgReader& r, const Napi::Value& v, const std::string& path) {
+  Napi::Object o = r.object_at(v, path);
   Attribute a;
-  a.type_name = get_string(o.Get("type"), path + ".type");
+  a.type_name = r.string_at(o.Get("type"), path + ".type");
   Napi::Value val = o.Get("value");
   const std::string vp = path + ".value";
   const std::string& t = a.type_name;
   if (t == "float") {
     a.kind = Attribute::Kind::kFloat;
-    a.f = get_number(val, vp);
+    a.f = r.number_at(val, vp);
   } else if (t == "int") {
     a.kind = Attribute::Kind::kInt;
-    a.i = get_integer(val, vp);
+    a.i = r.integer_at(val, vp);
   } else if (t == "string") {
     a.kind = Attribute::Kind::kString;
-    a.s = get_string(val, vp);
+    a.s = r.string_at(val, vp);
   } else if (t == "tensor") {
     a.kind = Attribute::Kind::kTensor;
-    a.t = read_tensor(val, vp);
+    a.t = read_tensor(r, val, vp);
   } else if (t == "floats") {
     a.kind = Attribute::Kind::kFloats;
-    Napi::Array arr = get_array(val, vp);
+    Napi::Array arr = r.array_at(val, vp);
     a.floats.resize(arr.Length());
-    for (uint32_t i = 0; i < arr.Length(); ++i) a.floats[i] = get_number(arr.Get(i), vp + "[" + std::to_string(i) + "]");
+    for (uint32_t i = 0; i < arr.Length(); ++i) a.floats[i] = r.number_at(arr.Get(i), vp + "[" + std::to_string(i) + "]");
   } else if (t == "ints") {
     a.kind = Attribute::Kind::kInts;
-    Napi::Array arr = get_array(val, vp);
+    Napi::Array arr = r.array_at(val, vp);
     a.ints.resize(arr.Length());
-    for (uint32_t i = 0; i < arr.Length(); ++i) a.ints[i] = get_integer(arr.Get(i), vp + "[" + std::to_string(i) + "]");
+    for (uint32_t i = 0; i < arr.Length(); ++i) a.ints[i] = r.integer_at(arr.Get(i), vp + "[" + std::to_string(i) + "]");
   } else if (t == "strings") {
     a.kind = Attribute::Kind::kStrings;
-    a.strings = get_strings(val, vp);
+    a.strings = r.strings_at(val, vp);
   } else {
     a.kind = Attribute::Kind::kOther;  // graphs and other kinds: no supported operator reads them
   }
   return a;
 }
 
-ModelDesc read_model(const Napi::Value& v) {
+ModelDesc read_model(const ArgReader& r, const Napi::Value& v) {
   const std::string root = "model";
-  Napi::Object m = get_object(v, root);
-  Napi::Object g = get_object(m.Get("graph"), root + ".graph");
+  Napi::Object m = r.object_at(v, root);
+  Napi::Object g = r.object_at(m.Get("graph"), root + ".graph");
   ModelDesc desc;
   Napi::Value opsets = m.Get("opsetImports");
   if (opsets.IsObject()) {
@@ -310,36 +261,36 @@ ModelDesc read_model(const Napi::Value& v) {
       if (val.IsNumber()) desc.opset_imports[k] = static_cast<int>(val.As<Napi::Number>().Int64Value());
     }
   }
-  Napi::Array inputs = get_array(g.Get("inputs"), root + ".graph.inputs");
+  Napi::Array inputs = r.array_at(g.Get("inputs"), root + ".graph.inputs");
   for (uint32_t i = 0; i < inputs.Length(); ++i) {
-    desc.inputs.push_back(read_value_info(inputs.Get(i), root + ".graph.inputs[" + std::to_string(i) + "]"));
+    desc.inputs.push_back(read_value_info(r, inputs.Get(i), root + ".graph.inputs[" + std::to_string(i) + "]"));
   }
-  Napi::Array outputs = get_array(g.Get("outputs"), root + ".graph.outputs");
+  Napi::Array outputs = r.array_at(g.Get("outputs"), root + ".graph.outputs");
   for (uint32_t i = 0; i < outputs.Length(); ++i) {
-    desc.outputs.push_back(read_value_info(outputs.Get(i), root + ".graph.outputs[" + std::to_string(i) + "]"));
+    desc.outputs.push_back(read_value_info(r, outputs.Get(i), root + ".graph.outputs[" + std::to_string(i) + "]"));
   }
-  Napi::Array inits = get_array(g.Get("initializers"), root + ".graph.initializers");
+  Napi::Array inits = r.array_at(g.Get("initializers"), root + ".graph.initializers");
   for (uint32_t i = 0; i < inits.Length(); ++i) {
     const std::string p = root + ".graph.initializers[" + std::to_string(i) + "]";
-    Napi::Object o = get_object(inits.Get(i), p);
-    desc.initializers.push_back(NamedTensor{get_string(o.Get("name"), p + ".name"), read_tensor(o, p)});
+    Napi::Object o = r.object_at(inits.Get(i), p);
+    desc.initializers.push_back(NamedTensor{r.string_at(o.Get("name"), p + ".name"), read_tensor(r, o, p)});
   }
-  Napi::Array nodes = get_array(g.Get("nodes"), root + ".graph.nodes");
+  Napi::Array nodes = r.array_at(g.Get("nodes"), root + ".graph.nodes");
   for (uint32_t i = 0; i < nodes.Length(); ++i) {
     const std::string p = root + ".graph.nodes[" + std::to_string(i) + "]";
-    Napi::Object o = get_object(nodes.Get(i), p);
+    Napi::Object o = r.object_at(nodes.Get(i), p);
     NodeDesc n;
-    n.name = get_string(o.Get("name"), p + ".name");
-    n.op_type = get_string(o.Get("opType"), p + ".opType");
-    n.domain = get_string(o.Get("domain"), p + ".domain");
-    n.version = static_cast<int>(get_integer(o.Get("version"), p + ".version"));
-    n.inputs = get_strings(o.Get("inputs"), p + ".inputs");
-    n.outputs = get_strings(o.Get("outputs"), p + ".outputs");
-    Napi::Object attrs = get_object(o.Get("attributes"), p + ".attributes");
+    n.name = r.string_at(o.Get("name"), p + ".name");
+    n.op_type = r.string_at(o.Get("opType"), p + ".opType");
+    n.domain = r.string_at(o.Get("domain"), p + ".domain");
+    n.version = static_cast<int>(r.integer_at(o.Get("version"), p + ".version"));
+    n.inputs = r.strings_at(o.Get("inputs"), p + ".inputs");
+    n.outputs = r.strings_at(o.Get("outputs"), p + ".outputs");
+    Napi::Object attrs = r.object_at(o.Get("attributes"), p + ".attributes");
     Napi::Array keys = attrs.GetPropertyNames();
     for (uint32_t k = 0; k < keys.Length(); ++k) {
       const std::string name = keys.Get(k).As<Napi::String>().Utf8Value();
-      n.attributes.emplace(name, read_attribute(attrs.Get(name), p + ".attributes." + name));
+      n.attributes.emplace(name, read_attribute(r, attrs.Get(name), p + ".attributes." + name));
     }
     desc.nodes.push_back(std::move(n));
   }
@@ -348,20 +299,20 @@ ModelDesc read_model(const Napi::Value& v) {
 
 // ---- inputs and outputs ----
 
-std::vector<NamedTensor> read_inputs(const Napi::Value& v, const Graph& graph, const std::string& fn) {
-  if (!v.IsArray()) type_error(fn + ": inputs must be an array of {name, dims, data}, got " + describe_type(v));
+std::vector<NamedTensor> read_inputs(const ArgReader& r, const Napi::Value& v, const Graph& graph) {
+  if (!v.IsArray()) r.type_error("inputs must be an array of {name, dims, data}, got " + describe_type(v));
   Napi::Array a = v.As<Napi::Array>();
   std::vector<NamedTensor> out;
   out.reserve(a.Length());
   for (uint32_t i = 0; i < a.Length(); ++i) {
-    const std::string p = fn + ": inputs[" + std::to_string(i) + "]";
+    const std::string p = "inputs[" + std::to_string(i) + "]";
     Napi::Value item = a.Get(i);
     if (!item.IsObject() || item.IsArray()) {
-      type_error(p + " must be an object {name, dims, data}, got " + describe_type(item));
+      r.type_error(p + " must be an object {name, dims, data}, got " + describe_type(item));
     }
     Napi::Object o = item.As<Napi::Object>();
-    const std::string name = get_string(o.Get("name"), p + ".name");
-    const std::string what = fn + ": input " + quoted(name);
+    const std::string name = r.string_at(o.Get("name"), p + ".name");
+    const std::string what = "input " + quoted(name);
     const tabular::ValueDesc* decl = nullptr;
     for (const auto& d : graph.inputs()) {
       if (d.name == name) decl = &d;
@@ -369,10 +320,10 @@ std::vector<NamedTensor> read_inputs(const Napi::Value& v, const Graph& graph, c
     if (decl == nullptr) {
       std::string names;
       for (const auto& d : graph.inputs()) names += (names.empty() ? "" : ", ") + quoted(d.name);
-      range_error(fn + ": unknown input " + quoted(name) + "; the model's inputs are " + names);
+      r.range_error("unknown input " + quoted(name) + "; the model's inputs are " + names);
     }
-    const tabular::Shape dims = read_dims(o.Get("dims"), what + ": dims");
-    out.push_back(NamedTensor{name, read_data(o.Get("data"), decl->dtype, dims, what)});
+    const tabular::Shape dims = read_dims(r, o.Get("dims"), what + ": dims");
+    out.push_back(NamedTensor{name, read_data(r, o.Get("data"), decl->dtype, dims, what)});
   }
   return out;
 }
@@ -446,41 +397,16 @@ Napi::Array outputs_to_js(Napi::Env env, const std::vector<GraphOutput>& outs) {
 
 // ---- the model object ----
 
-class RunWorker : public Napi::AsyncWorker {
+class RunWorker : public PromiseWorker {
  public:
   RunWorker(Napi::Env env, std::shared_ptr<const Graph> graph, std::vector<Tensor> inputs)
-      : Napi::AsyncWorker(env, "tabularRun"),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        graph_(std::move(graph)),
-        inputs_(std::move(inputs)) {}
+      : PromiseWorker(env, "tabularRun", code::kRunFailed), graph_(std::move(graph)), inputs_(std::move(inputs)) {}
 
-  Napi::Promise promise() const { return deferred_.Promise(); }
-
-  void Execute() override {
-    try {
-      outputs_ = graph_->run(std::move(inputs_));
-    } catch (const std::bad_alloc&) {
-      SetError("out of memory");
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
-  }
-
-  void OnOK() override {
-    Napi::Env env = Env();
-    try {
-      deferred_.Resolve(outputs_to_js(env, outputs_));
-    } catch (const Napi::Error& e) {
-      deferred_.Reject(e.Value());
-    } catch (const std::exception& e) {
-      deferred_.Reject(Napi::Error::New(env, std::string("run: ") + e.what()).Value());
-    }
-  }
-
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+ protected:
+  void work() override { outputs_ = graph_->run(std::move(inputs_)); }
+  Napi::Value result() override { return outputs_to_js(Env(), outputs_); }
 
  private:
-  Napi::Promise::Deferred deferred_;
   std::shared_ptr<const Graph> graph_;  // keeps the model alive even if disposed meanwhile
   std::vector<Tensor> inputs_;
   std::vector<GraphOutput> outputs_;
@@ -495,38 +421,47 @@ class TabularModel : public Napi::ObjectWrap<TabularModel> {
                            InstanceMethod<&TabularModel::run_sync>("runSync"),
                            InstanceMethod<&TabularModel::describe>("describe"),
                            InstanceMethod<&TabularModel::dispose>("dispose"),
+                           InstanceAccessor<&TabularModel::disposed>("disposed"),
                        });
   }
 
   explicit TabularModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TabularModel>(info) {
     // Only tabularCompile constructs models (it passes the compiled graph as an External).
     if (info.Length() != 1 || !info[0].IsExternal()) {
-      throw Napi::TypeError::New(info.Env(), "TabularModel cannot be constructed directly; use tabularCompile(model)");
+      throw_error(info.Env(), ErrorKind::kType, code::kInvalidArgument,
+                  "TabularModel cannot be constructed directly; use tabularCompile(model)");
     }
     graph_ = *info[0].As<Napi::External<std::shared_ptr<const Graph>>>().Data();
   }
 
  private:
-  std::shared_ptr<const Graph> live(const std::string& fn) const {
-    if (!graph_) throw JsError{JsError::Kind::kPlain, fn + ": the model has been disposed"};
+  std::shared_ptr<const Graph> live(const ArgReader& r) const {
+    if (!graph_) throw_error(r.env(), ErrorKind::kError, code::kDisposed, std::string(r.fn()) + ": the model has been disposed");
     return graph_;
+  }
+
+  // The inputs of one run, read and checked against the model's declared inputs.
+  static std::vector<Tensor> read_run_inputs(const ArgReader& r, const Graph& graph) {
+    r.expect_count(1, 1, "inputs");
+    try {
+      return graph.check_inputs(read_inputs(r, r.info()[0], graph));
+    } catch (const tabular::InputError& e) {
+      if (e.type_error()) r.type_error(e.what());
+      r.range_error(e.what());
+    }
   }
 
   Napi::Value run(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
+    ArgReader r(info, "run");
     // Argument errors reject the promise rather than throw, so callers handle one path.
     try {
-      auto graph = live("run");
-      if (info.Length() != 1) type_error("run: expected 1 argument (inputs), got " + std::to_string(info.Length()));
-      std::vector<Tensor> inputs = check(*graph, read_inputs(info[0], *graph, "run"), "run");
+      auto graph = live(r);
+      std::vector<Tensor> inputs = read_run_inputs(r, *graph);
       auto* worker = new RunWorker(env, std::move(graph), std::move(inputs));
       Napi::Promise p = worker->promise();
       worker->Queue();
       return p;
-    } catch (const JsError& e) {
-      auto d = Napi::Promise::Deferred::New(env);
-      d.Reject(to_js(env, e).Value());
-      return d.Promise();
     } catch (const Napi::Error& e) {
       auto d = Napi::Promise::Deferred::New(env);
       d.Reject(e.Value());
@@ -534,41 +469,25 @@ class TabularModel : public Napi::ObjectWrap<TabularModel> {
     } catch (const std::exception& e) {
       // Nothing native may escape to N-API (it would terminate the process).
       auto d = Napi::Promise::Deferred::New(env);
-      d.Reject(Napi::Error::New(env, std::string("run: ") + e.what()).Value());
+      d.Reject(make_error(env, ErrorKind::kError, code::kInternal, std::string("run: ") + e.what()).Value());
       return d.Promise();
     }
   }
 
   Napi::Value run_sync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
+    ArgReader r(info, "runSync");
+    auto graph = live(r);
+    std::vector<Tensor> inputs = read_run_inputs(r, *graph);
+    std::vector<GraphOutput> outs;
     try {
-      auto graph = live("runSync");
-      if (info.Length() != 1) type_error("runSync: expected 1 argument (inputs), got " + std::to_string(info.Length()));
-      std::vector<Tensor> inputs = check(*graph, read_inputs(info[0], *graph, "runSync"), "runSync");
-      std::vector<GraphOutput> outs;
-      try {
-        outs = graph->run(std::move(inputs));
-      } catch (const std::bad_alloc&) {
-        throw JsError{JsError::Kind::kPlain, "out of memory"};
-      } catch (const std::exception& e) {
-        throw JsError{JsError::Kind::kPlain, e.what()};
-      }
-      return outputs_to_js(env, outs);
-    } catch (const JsError& e) {
-      throw to_js(env, e);
-    } catch (const Napi::Error&) {
-      throw;
+      outs = graph->run(std::move(inputs));
+    } catch (const std::bad_alloc&) {
+      throw_error(env, ErrorKind::kError, code::kOutOfMemory, "out of memory");
     } catch (const std::exception& e) {
-      throw Napi::Error::New(env, std::string("runSync: ") + e.what());
+      throw_error(env, ErrorKind::kError, code::kRunFailed, e.what());
     }
-  }
-
-  static std::vector<Tensor> check(const Graph& g, std::vector<NamedTensor> inputs, const std::string& fn) {
-    try {
-      return g.check_inputs(std::move(inputs));
-    } catch (const tabular::InputError& e) {
-      throw JsError{e.type_error() ? JsError::Kind::kType : JsError::Kind::kRange, fn + ": " + e.what()};
-    }
+    return outputs_to_js(env, outs);
   }
 
   Napi::Value describe(const Napi::CallbackInfo& info) {
@@ -623,75 +542,39 @@ class TabularModel : public Napi::ObjectWrap<TabularModel> {
     return info.Env().Undefined();
   }
 
+  Napi::Value disposed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), graph_ == nullptr); }
+
   std::shared_ptr<const Graph> graph_;
 };
+
+const NumberOption kCudaMinRows{"cudaMinRows", -1, 0, 2147483647.0, true};  // absent: the engine's crossover
 
 // tabularCompile(model, options?): the constructor arrives as the function's data.
 Napi::Value tabular_compile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto* ctor = static_cast<Napi::FunctionReference*>(info.Data());
+  ArgReader r(info, "tabularCompile");
+  r.expect_count(1, 2, "model, options?");
+  const Napi::Object o = r.options_object(1);
+  tabular::CompileOptions options;
+  options.threads = r.threads_option(o);
+  if (r.option_choice(o, "device", {"cpu", "cuda"}).value_or("cpu") == "cuda") options.device = tabular::Device::kCuda;
+  options.cuda_min_rows = static_cast<int64_t>(r.option(o, kCudaMinRows));
+  const ModelDesc desc = read_model(r, info[0]);
+  std::shared_ptr<const Graph> graph;
   try {
-    if (info.Length() < 1 || info.Length() > 2) {
-      type_error("tabularCompile: expected (model, options?), got " + std::to_string(info.Length()) + " arguments");
-    }
-    tabular::CompileOptions options;
-    if (info.Length() == 2 && !info[1].IsUndefined()) {
-      Napi::Object o = get_object(info[1], "tabularCompile: options");
-      Napi::Value threads = o.Get("threads");
-      if (!threads.IsUndefined()) {
-        const std::string expected = "tabularCompile: options.threads must be an integer from 0 (the default) to 256";
-        if (!threads.IsNumber()) type_error(expected + ", got " + describe_type(threads));
-        const double t = threads.As<Napi::Number>().DoubleValue();
-        if (!(t >= 0 && t <= 256) || std::floor(t) != t) range_error(expected + ", got " + std::to_string(t));
-        options.threads = static_cast<int>(t);
-      }
-      Napi::Value device = o.Get("device");
-      if (!device.IsUndefined()) {
-        const std::string expected = "tabularCompile: options.device must be \"cpu\" or \"cuda\"";
-        if (!device.IsString()) type_error(expected + ", got " + describe_type(device));
-        const std::string d = device.As<Napi::String>().Utf8Value();
-        if (d == "cuda") {
-          options.device = tabular::Device::kCuda;
-        } else if (d != "cpu") {
-          range_error(expected + ", got " + quoted(d));
-        }
-      }
-      Napi::Value min_rows = o.Get("cudaMinRows");
-      if (!min_rows.IsUndefined()) {
-        const std::string expected = "tabularCompile: options.cudaMinRows must be an integer from 0 to 2^31 - 1";
-        if (!min_rows.IsNumber()) type_error(expected + ", got " + describe_type(min_rows));
-        const double r = min_rows.As<Napi::Number>().DoubleValue();
-        if (!(r >= 0 && r <= 2147483647.0) || std::floor(r) != r) range_error(expected + ", got " + std::to_string(r));
-        options.cuda_min_rows = static_cast<int64_t>(r);
-      }
-    }
-    ModelDesc desc;
-    try {
-      desc = read_model(info[0]);
-    } catch (JsError& e) {
-      e.message = "tabularCompile: " + e.message;
-      throw;
-    }
-    std::shared_ptr<const Graph> graph;
-    try {
-      graph = Graph::compile(desc, options);
-    } catch (const std::bad_alloc&) {
-      throw JsError{JsError::Kind::kPlain, "tabularCompile: out of memory"};
-    } catch (const std::exception& e) {
-      throw JsError{JsError::Kind::kPlain, e.what()};
-    }
-    auto holder = std::make_unique<std::shared_ptr<const Graph>>(std::move(graph));
-    // The External only lives for the constructor call; the model copies the pointer.
-    Napi::External<std::shared_ptr<const Graph>> ext = Napi::External<std::shared_ptr<const Graph>>::New(env, holder.get());
-    Napi::Object obj = ctor->New({ext});
-    return obj;
-  } catch (const JsError& e) {
-    throw to_js(env, e);
-  } catch (const Napi::Error&) {
-    throw;
+    graph = Graph::compile(desc, options);
+  } catch (const std::bad_alloc&) {
+    throw_error(env, ErrorKind::kError, code::kOutOfMemory, "tabularCompile: out of memory");
+  } catch (const tabular::DeviceUnavailableError& e) {
+    throw_error(env, ErrorKind::kError, code::kUnavailable, e.what());
   } catch (const std::exception& e) {
-    throw Napi::Error::New(env, std::string("tabularCompile: ") + e.what());
+    throw_error(env, ErrorKind::kError, code::kModelRefused, e.what());
   }
+  auto holder = std::make_unique<std::shared_ptr<const Graph>>(std::move(graph));
+  // The External only lives for the constructor call; the model copies the pointer.
+  Napi::External<std::shared_ptr<const Graph>> ext = Napi::External<std::shared_ptr<const Graph>>::New(env, holder.get());
+  return ctor->New({ext});
 }
 
 }  // namespace

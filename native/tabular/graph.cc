@@ -97,7 +97,7 @@ std::shared_ptr<const Graph> Graph::compile(const ModelDesc& model, const Compil
   g->threads_ = resolve_thread_count(options.threads);
   if (options.device == Device::kCuda) {
     const std::string why = gemm_device_unavailable();
-    if (!why.empty()) fail("instance type cuda is not available on this host: " + why);
+    if (!why.empty()) throw DeviceUnavailableError("instance type cuda is not available on this host: " + why);
     g->cuda_min_rows_ = options.cuda_min_rows >= 0 ? options.cuda_min_rows : default_cuda_min_rows();
     g->device_ = open_gemm_device(0);
   }

@@ -52,6 +52,12 @@ class InputError : public std::runtime_error {
   bool type_error_;
 };
 
+// Compiling for a device that this build or this machine cannot use (CompileOptions::device).
+class DeviceUnavailableError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 struct GraphOutput {
   std::string name;
   Tensor tensor;  // ZipMap outputs carry map_keys()

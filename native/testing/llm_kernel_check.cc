@@ -23,27 +23,6 @@ namespace platform::testing {
 namespace {
 
 using addon::ArgReader;
-using addon::describe_type;
-
-// args.key as a number in [lo, hi] (an integer when `integer`), or `fallback` when absent.
-double option(const ArgReader& r, const Napi::Object& o, const char* key, double fallback, double lo,
-              double hi, bool integer) {
-  const Napi::Value v = o.Get(key);
-  if (v.IsUndefined()) return fallback;
-  if (!v.IsNumber()) r.type_error(std::string("options.") + key + " must be a number, got " + describe_type(v));
-  const double d = v.As<Napi::Number>().DoubleValue();
-  if (!std::isfinite(d) || d < lo || d > hi || (integer && d != std::floor(d))) {
-    r.range_error(std::string("options.") + key + " must be " + (integer ? "an integer" : "a number") +
-                  " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(d));
-  }
-  return d;
-}
-
-Napi::Object options_object(const ArgReader& r, const Napi::CallbackInfo& info, size_t index) {
-  if (index >= info.Length() || info[index].IsUndefined()) return Napi::Object::New(info.Env());
-  if (!info[index].IsObject()) r.type_error("options must be an object, got " + describe_type(info[index]));
-  return info[index].As<Napi::Object>();
-}
 
 // llmKernelCheck(op, args, simd?): the engine's CPU kernels of one SIMD level on the caller's data:
 //   ('matmul', {type, rows, cols, weights: Uint8Array, x: Float32Array, n, threads?, tiles?})
@@ -58,7 +37,7 @@ Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsString()) r.type_error("op must be a string");
   const std::string op = info[0].As<Napi::String>().Utf8Value();
-  const Napi::Object a = options_object(r, info, 1);
+  const Napi::Object a = r.options_object(1);
   SimdLevel level = active_simd_level();
   if (info.Length() > 2 && !info[2].IsUndefined()) {
     const auto parsed = info[2].IsString() ? parse_simd_level(info[2].As<Napi::String>().Utf8Value()) : std::nullopt;
@@ -73,7 +52,7 @@ Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
     }
     return v.As<Napi::Float32Array>();
   };
-  auto num = [&](const char* key) { return static_cast<int64_t>(option(r, a, key, 0, 0, 1 << 30, true)); };
+  auto num = [&](const char* key) { return static_cast<int64_t>(r.option(a, {key, 0, 0, 1 << 30, true})); };
   auto check_len = [&](const Napi::Float32Array& arr, const char* key, int64_t n) {
     if (static_cast<int64_t>(arr.ElementLength()) < n) r.range_error(std::string("args.") + key + " is too short");
   };

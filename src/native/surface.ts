@@ -153,6 +153,7 @@ export interface NativeGenerateOptions {
 
 /** One numeric option of the engine: its default and its inclusive range. */
 export interface NativeOptionLimit {
+  /** contextLength and kvCacheBytes: 0 means chosen by the engine (see LoadModelOptions). */
   default: number;
   min: number;
   max: number;
@@ -240,6 +241,8 @@ export interface LlmExports {
   llmModelInfo(handle: NativeModelHandle): NativeModelInfo;
   /** Cancels every sequence, joins the scheduler thread, unmaps the file. */
   llmUnload(handle: NativeModelHandle): Promise<void>;
+  /** The defaults and ranges of every numeric option: the engine's own, frozen. */
+  readonly llmOptionLimits: NativeOptionLimits;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -362,6 +365,7 @@ export const NATIVE_EXPORTS = [
   'llmStats',
   'llmModelInfo',
   'llmUnload',
+  'llmOptionLimits',
   'tabularCompile',
 ] as const satisfies readonly (keyof NativeAddon)[];
 

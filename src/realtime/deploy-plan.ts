@@ -3,7 +3,8 @@
 // is the complete TrafficConfig that goes live if the builds load.
 import { invalidArgument } from '../errors.js';
 import { DEFAULT_VARIATION, variationNameProblem } from '../models/names.js';
-import { mentionedVariations, soleVariation, type AudienceRouting, type BatchingOverride, type InstanceType, type RouteConfig, type TrafficConfig } from './traffic.js';
+import type { InstanceType } from '../native/surface.js';
+import { mentionedVariations, soleVariation, type AudienceRouting, type BatchingOverride, type RouteConfig, type TrafficConfig } from './traffic.js';
 
 /** The audiences section as sent (the deploy file's `realtime.audiences`), not yet checked. */
 export type RawAudiences = unknown;

@@ -11,7 +11,8 @@ import type { BuildStore } from './builds.js';
 import { planDeployment, planUndeploy, type RawAudiences } from './deploy-plan.js';
 import type { DeploymentAction, DeploymentRecord, DeploymentStore } from './deployments.js';
 import type { RealtimeRegistry } from './registry.js';
-import type { BatchingOverride, InstanceType, TrafficConfig } from './traffic.js';
+import type { InstanceType } from '../native/surface.js';
+import type { BatchingOverride, TrafficConfig } from './traffic.js';
 
 export interface DeployRequest {
   modelId: string;

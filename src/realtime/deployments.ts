@@ -3,7 +3,8 @@
 import type { Db } from '../store/database.js';
 import { notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import type { InstanceType, TrafficConfig } from './traffic.js';
+import type { InstanceType } from '../native/surface.js';
+import type { TrafficConfig } from './traffic.js';
 
 export type DeploymentStatus = 'PENDING' | 'DEPLOYING' | 'LIVE' | 'FAILED' | 'SUPERSEDED';
 

@@ -3,7 +3,7 @@
 import type { FeatureSchema } from '../tabular/onnx/index.js';
 import type { TabularInput, TabularModel, TabularOutput } from '../tabular/executor/index.js';
 import { Batcher, type BatcherOptions } from './batcher.js';
-import type { InstanceType } from './traffic.js';
+import type { InstanceType } from '../native/surface.js';
 
 export class LoadedBuild {
   readonly batcher: Batcher;

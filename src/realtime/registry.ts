@@ -7,7 +7,8 @@ import { compileTabularModel } from '../tabular/executor/index.js';
 import type { BuildStore } from './builds.js';
 import type { BatcherOptions } from './batcher.js';
 import { LoadedBuild } from './loaded-build.js';
-import { instanceTypeOf, type InstanceType, type TrafficConfig } from './traffic.js';
+import type { InstanceType } from '../native/surface.js';
+import { instanceTypeOf, type TrafficConfig } from './traffic.js';
 
 /** The registry's key for a build compiled for an instance type. */
 const loadKey = (buildId: string, instanceType: InstanceType): string => `${buildId}@${instanceType}`;

@@ -1,6 +1,7 @@
 // A model's traffic configuration: which build each variation serves, the audiences in the
 // order they are tried with their routes, and where requests that match no audience go. A
 // deployment carries the whole configuration it makes live, so going live is one swap.
+import type { InstanceType } from '../native/surface.js';
 
 export interface RouteConfig {
   variation_name: string;
@@ -13,11 +14,6 @@ export interface AudienceRouting {
   id: string;
   routes: RouteConfig[];
 }
-
-/** Where a variation's build runs: the CPU, or CUDA device 0 (float Gemm / MatMul on large batches). */
-export type InstanceType = 'cpu' | 'cuda';
-
-export const INSTANCE_TYPES: readonly InstanceType[] = ['cpu', 'cuda'];
 
 export interface BatchingOverride {
   max_batch_rows?: number;

@@ -1,5 +1,5 @@
 // CUDA device discovery. Declared in plain C++ so the addon can call it; defined in
-// device_info.cu, which is only compiled in the CUDA build (PLATFORM_WITH_CUDA).
+// device_info.cu in the CUDA build, and in not_built.cc (built = false, no devices) otherwise.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,7 @@ struct DeviceInfo {
 };
 
 struct DeviceQuery {
+  bool built = true;  // false: this build has no CUDA backend
   std::vector<DeviceInfo> devices;
   std::string error;  // empty on success; CUDA errors are reported here, never raised
 };

@@ -7,9 +7,16 @@
 #include <string>
 
 #include "../tabular_device.h"
+#include "device_info.h"
 #include "llm/llm_backend.h"
 
 namespace platform::cuda {
+
+DeviceQuery query_devices() {
+  DeviceQuery q;
+  q.built = false;
+  return q;
+}
 
 std::unique_ptr<llm::Backend> make_llm_backend(const LlmBackendOptions&) {
   throw std::runtime_error("this addon was built without CUDA (build it with `npm run build:cuda`)");

@@ -2,6 +2,7 @@
 // host's management API.
 import fs from 'node:fs';
 import { Command } from 'commander';
+import { INSTANCE_TYPES, type InstanceType } from '../../native/surface.js';
 import { clientFromEnv, type PlatformClient } from '../http-client.js';
 import { CliError, usageError } from '../errors.js';
 import { createProgress } from '../progress.js';
@@ -79,10 +80,10 @@ function deployFile(raw: unknown, file: string, needsIds = true): DeployFile {
   return f as DeployFile;
 }
 
-const isInstanceType = (value: unknown): value is 'cpu' | 'cuda' => value === 'cpu' || value === 'cuda';
+const isInstanceType = (value: unknown): value is InstanceType => INSTANCE_TYPES.includes(value as InstanceType);
 
 /** --instance-type, checked; undefined when not given. */
-export function parseInstanceType(value: string | undefined): 'cpu' | 'cuda' | undefined {
+export function parseInstanceType(value: string | undefined): InstanceType | undefined {
   if (value === undefined) return undefined;
   if (!isInstanceType(value)) throw usageError(`--instance-type must be cpu or cuda, got "${value}"`);
   return value;
@@ -186,7 +187,7 @@ export function registerModelCommands(program: Command): Command {
         variation ??= file.realtime?.variation_name;
         audiences = file.realtime?.audiences;
         batching = file.realtime?.batching;
-        instanceType ??= file.realtime?.instance_type as 'cpu' | 'cuda' | undefined;
+        instanceType ??= file.realtime?.instance_type as InstanceType | undefined;
       }
       if (modelId === undefined || buildId === undefined) throw usageError('give --from-file, or --model-id and --build-id');
       const client = clientFromEnv();

@@ -1,4 +1,6 @@
-// Typed errors of the LLM engine. Each has a stable `code` for the HTTP layer to map.
+// Typed errors of the LLM engine. Each has a stable `code` for the HTTP layer to map; the codes
+// are the addon's own (NativeErrorCode), so a native error maps by its code alone.
+import { nativeErrorCode, withNativeStack } from '../../native/errors.js';
 
 export type LlmErrorCode =
   | 'overloaded' // the wait queue is full (HTTP 429)
@@ -37,19 +39,24 @@ export class ContextLengthError extends LlmEngineError {
   }
 }
 
-/** Maps an error thrown by the addon (which carries `code`) to the typed classes. */
+/**
+ * An error of the addon as the engine's typed error, with the caller's stack: the engine's
+ * refusals and a failed load by their code; argument errors (TypeError / RangeError with code
+ * 'invalid_argument') and anything else unchanged.
+ */
 export function fromNative(error: unknown): unknown {
-  if (!(error instanceof Error)) return error;
-  const code = (error as Error & { code?: unknown }).code;
-  const message = error.message.replace(/^llm\w+: /, '');
+  const code = nativeErrorCode(error);
+  if (code === undefined) return error;
+  const native = error as Error;
   switch (code) {
     case 'overloaded':
-      return new OverloadedError(message);
+      return withNativeStack(new OverloadedError(native.message), native);
     case 'context_length':
     case 'kv_cache':
-      return new ContextLengthError(code, message);
+      return withNativeStack(new ContextLengthError(code, native.message), native);
     case 'unloaded':
-      return new LlmEngineError('unloaded', message);
+    case 'load_failed':
+      return withNativeStack(new LlmEngineError(code, native.message), native);
     default:
       return error;
   }

@@ -1,7 +1,9 @@
 // The LLM engine's TypeScript interface: load a GGUF model, generate token streams with
 // continuous batching, read logits, watch stats, unload. All heavy work runs natively (the load
 // on a libuv worker, decoding on the model's scheduler thread); tokens arrive through one
-// thread-safe callback per model and are routed here to each Generation.
+// thread-safe callback per model and are routed here to each Generation. Arguments are checked,
+// and defaults applied, by the addon alone (llmOptionLimits lists them); its refusals arrive here
+// as the typed errors of errors.ts.
 import { loadAddon } from '../../native/addon.js';
 import type {
   InstanceType,
@@ -13,7 +15,8 @@ import type {
   NativeStats,
   SimdLevel,
 } from '../../native/surface.js';
-import { ContextLengthError, LlmEngineError, fromNative } from './errors.js';
+import { nativeErrorCode, withNativeStack } from '../../native/errors.js';
+import { LlmEngineError, fromNative } from './errors.js';
 
 export interface LoadModelOptions {
   /** Where the forward pass runs: `cpu` (default) or `cuda` (device 0; needs `npm run build:cuda`). */
@@ -22,7 +25,10 @@ export interface LoadModelOptions {
   threads?: number;
   /** Context length in tokens (default: the model's training context, `{arch}.context_length`). */
   contextLength?: number;
-  /** KV cache budget in bytes (default: maxRunningSequences full contexts, at most 1 GiB). */
+  /**
+   * KV cache budget in bytes (default: maxRunningSequences full contexts within 1 GiB, but never
+   * less than one full context, up to 4 GiB).
+   */
   kvCacheBytes?: number;
   /** Sequences decoded together in one batch (default 8). */
   maxRunningSequences?: number;
@@ -37,7 +43,7 @@ export interface LoadModelOptions {
 }
 
 export interface GenerateOptions {
-  /** Tokens to generate at most (default 256); fewer when the context fills up. */
+  /** Tokens to generate at most (default 16, as vLLM's and OpenAI's completions); fewer when the context fills up. */
   maxTokens?: number;
   /** 0 (default) is greedy decoding. */
   temperature?: number;
@@ -176,23 +182,10 @@ function finishResult(e: NativeFinishEvent, tokens: number[]): GenerationResult 
   };
 }
 
-function checkInteger(name: string, v: unknown, min: number, max: number): void {
-  if (v === undefined) return;
-  if (typeof v !== 'number') throw new TypeError(`${name} must be a number, got ${typeof v}`);
-  if (!Number.isInteger(v) || v < min || v > max) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${v}`);
-}
-
-function checkNumber(name: string, v: unknown, min: number, max: number): void {
-  if (v === undefined) return;
-  if (typeof v !== 'number') throw new TypeError(`${name} must be a number, got ${typeof v}`);
-  if (!Number.isFinite(v) || v < min || v > max) throw new RangeError(`${name} must be in [${min}, ${max}], got ${v}`);
-}
-
 export class LlmModel {
   private readonly listeners = new Map<number, Listener>();
   private handle: NativeModelHandle | null = null;
   private unloading: Promise<void> | null = null;
-  private cachedInfo: LlmModelInfo | null = null;
 
   /** @internal use loadModel() */
   constructor(private readonly addon: LlmExports) {}
@@ -200,7 +193,6 @@ export class LlmModel {
   /** @internal */
   attach(handle: NativeModelHandle): void {
     this.handle = handle;
-    this.cachedInfo = this.addon.llmModelInfo(handle);
   }
 
   /** @internal routes one native batch of events to the generations. */
@@ -235,44 +227,18 @@ export class LlmModel {
     return this.addon.llmStats(this.live());
   }
 
-  private checkPrompt(fn: string, prompt: unknown): Int32Array | number[] {
-    if (!(prompt instanceof Int32Array) && !Array.isArray(prompt)) {
-      throw new TypeError(`${fn}: promptTokens must be an array of token ids or an Int32Array`);
-    }
-    const info = this.cachedInfo!;
-    if (prompt.length === 0) throw new RangeError(`${fn}: promptTokens must hold at least one token`);
-    for (let i = 0; i < prompt.length; i++) {
-      const t = prompt[i];
-      if (typeof t !== 'number' || !Number.isInteger(t)) throw new TypeError(`${fn}: promptTokens[${i}] must be an integer token id`);
-      if (t < 0 || t >= info.vocabSize) throw new RangeError(`${fn}: promptTokens[${i}] = ${t} is outside the vocabulary [0, ${info.vocabSize})`);
-    }
-    if (prompt.length > info.contextLength) {
-      throw new ContextLengthError('context_length', `the prompt has ${prompt.length} tokens but the context holds ${info.contextLength}`);
-    }
-    return prompt;
-  }
-
   /**
    * Starts generating after promptTokens. Throws OverloadedError when the wait queue is full,
    * ContextLengthError when the prompt does not fit, TypeError / RangeError on bad arguments.
    */
   generate(promptTokens: number[] | Int32Array, options: GenerateOptions = {}): Generation {
     const h = this.live();
-    const prompt = this.checkPrompt('generate', promptTokens);
     if (typeof options !== 'object' || options === null) throw new TypeError('generate: options must be an object');
     const { signal, ...o } = options;
-    checkInteger('maxTokens', o.maxTokens, 1, 2 ** 30);
-    checkNumber('temperature', o.temperature, 0, 1e6);
-    checkInteger('topK', o.topK, 0, 2 ** 30);
-    checkNumber('topP', o.topP, 0, 1);
-    checkNumber('minP', o.minP, 0, 1);
-    checkInteger('seed', o.seed, 0, Number.MAX_SAFE_INTEGER);
-    checkNumber('frequencyPenalty', o.frequencyPenalty, -2, 2);
-    checkNumber('presencePenalty', o.presencePenalty, -2, 2);
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('generate: signal must be an AbortSignal');
     let id: number;
     try {
-      id = this.addon.llmGenerate(h, prompt, { maxTokens: 256, ...o });
+      id = this.addon.llmGenerate(h, promptTokens, o);
     } catch (error) {
       throw fromNative(error);
     }
@@ -299,10 +265,9 @@ export class LlmModel {
    */
   logits(tokens: number[] | Int32Array, options: { allPositions?: boolean } = {}): Promise<Float32Array> {
     const h = this.live();
-    const prompt = this.checkPrompt('logits', tokens);
     let id: number;
     try {
-      id = this.addon.llmLogits(h, prompt, options.allPositions === true);
+      id = this.addon.llmLogits(h, tokens, options.allPositions === true);
     } catch (error) {
       return Promise.reject(fromNative(error));
     }
@@ -329,26 +294,15 @@ export class LlmModel {
 
 /** Loads a GGUF model (llama or qwen2; F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K) off the JS thread. */
 export async function loadModel(path: string, options: LoadModelOptions = {}): Promise<LlmModel> {
-  if (typeof path !== 'string' || path === '') throw new TypeError('loadModel: path must be a non-empty string');
-  if (typeof options !== 'object' || options === null) throw new TypeError('loadModel: options must be an object');
-  if (options.backend !== undefined && options.backend !== 'cpu' && options.backend !== 'cuda') {
-    throw new RangeError(`loadModel: backend must be 'cpu' or 'cuda', got ${JSON.stringify(options.backend)}`);
-  }
-  checkInteger('threads', options.threads, 0, 256);
-  checkInteger('contextLength', options.contextLength, 1, 2 ** 24);
-  checkInteger('kvCacheBytes', options.kvCacheBytes, 1, Number.MAX_SAFE_INTEGER);
-  checkInteger('maxRunningSequences', options.maxRunningSequences, 1, 4096);
-  checkInteger('maxQueued', options.maxQueued, 0, 2 ** 20);
-  checkInteger('kvBlockSize', options.kvBlockSize, 1, 4096);
-  checkInteger('maxBatchTokens', options.maxBatchTokens, 1, 2 ** 16);
   const addon = loadAddon();
   const model = new LlmModel(addon);
   let handle: NativeModelHandle;
   try {
-    handle = await addon.llmLoadModel(path, { ...options }, (events) => model.dispatch(events));
+    handle = await addon.llmLoadModel(path, options, (events) => model.dispatch(events));
   } catch (error) {
-    const message = (error instanceof Error ? error.message : String(error)).replace(/^llmLoadModel: /, '');
-    throw new LlmEngineError('load_failed', message);
+    const code = nativeErrorCode(error);
+    if (code !== 'load_failed' && code !== 'out_of_memory') throw error; // a bad argument
+    throw withNativeStack(new LlmEngineError('load_failed', (error as Error).message), error as Error);
   }
   model.attach(handle);
   return model;

@@ -1,11 +1,11 @@
 // A loaded library model: the engine's model, the tokenizer and chat template from the same
 // GGUF file, and the instance type it runs on.
+import type { InstanceType } from '../../native/surface.js';
 import { loadModel, type LlmModel, type LlmModelInfo } from '../engine/index.js';
 import { chatTemplate, readGguf } from '../gguf/index.js';
 import { Tokenizer } from '../tokenizer/index.js';
 import { ChatTemplate, DEFAULT_CHAT_TEMPLATE } from '../chat/template.js';
 
-export type InstanceType = 'cpu' | 'cuda';
 
 export interface InstanceOptions {
   instanceType: InstanceType;
@@ -30,14 +30,8 @@ export class LlmInstance {
     const tokenizer = Tokenizer.fromGguf(gguf);
     const piece = (id: number | null) => (id === null ? '' : tokenizer.tokenText(id));
     const template = new ChatTemplate(chatTemplate(gguf) ?? DEFAULT_CHAT_TEMPLATE, { bos_token: piece(tokenizer.bos), eos_token: piece(tokenizer.eos) });
-    const model = await loadModel(file, {
-      backend: options.instanceType,
-      ...(options.threads !== null ? { threads: options.threads } : {}),
-      ...(options.contextLength !== undefined ? { contextLength: options.contextLength } : {}),
-      ...(options.maxRunningSequences !== undefined ? { maxRunningSequences: options.maxRunningSequences } : {}),
-      ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
-      ...(options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
-    });
+    const { instanceType, threads, ...engine } = options;
+    const model = await loadModel(file, { backend: instanceType, ...(threads !== null ? { threads } : {}), ...engine });
     return new LlmInstance(model, tokenizer, template, model.info(), options);
   }
 

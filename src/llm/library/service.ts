@@ -9,7 +9,8 @@ import { conflict, invalidArgument, notFound, unavailable } from '../../errors.j
 import type { ModelStore } from '../../models/store.js';
 import { LIBRARY_PROJECT } from '../../models/names.js';
 import { findInCatalog, listCatalog } from './catalog.js';
-import { LlmInstance, type InstanceOptions, type InstanceType } from './instance.js';
+import type { InstanceType } from '../../native/surface.js';
+import { LlmInstance, type InstanceOptions } from './instance.js';
 
 export type LibraryStatus = 'PENDING' | 'DEPLOYING' | 'LIVE' | 'FAILED';
 

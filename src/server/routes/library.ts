@@ -4,7 +4,7 @@
 // record shows `pending_instance_type` until traffic has switched.
 import type { FastifyPluginAsync } from 'fastify';
 import type { LibraryDeployment, LibraryService } from '../../llm/library/service.js';
-import type { InstanceType } from '../../llm/library/instance.js';
+import type { InstanceType } from '../../native/surface.js';
 import { MODEL_ID_PATTERN } from '../../models/names.js';
 import { listOf, modelParams, responses } from '../schemas.js';
 

@@ -1,4 +1,4 @@
-// The vector store's engine, run inside the index worker (index-worker.ts) so that SQLite's bulk
+// The vector store's index (collections, writes, reads, graph work), run inside the index worker (index-worker.ts) so that SQLite's bulk
 // writes and hnswlib's synchronous graph work never hold up the host's event loop.
 //
 // Writes: one SQLite transaction per request (synchronous FULL, so the commit is durable), then
@@ -39,7 +39,7 @@ const SLICE_MS = 8;
 /** The vectors of an apply job that only deletes. */
 const NO_VALUES = new Float32Array(0);
 
-export class VectorEngine {
+export class VectorIndex {
   private readonly db: Database.Database;
   private readonly collections = new Map<number, CollectionState>();
   private readonly busy = new Set<Partition>();
