@@ -261,8 +261,8 @@ describe('messages', () => {
       [[], 'messages must be a non-empty array', 'messages'],
       ['hi', 'messages must be a non-empty array', 'messages'],
       [[null], 'messages[0] must be an object with role and content', 'messages[0]'],
-      [[{ role: 'user', content: 'a' }, { role: 'tool', content: 'b' }], 'messages[1].role must be "system", "user" or "assistant", got "tool"', 'messages[1].role'],
-      [[{ content: 'a' }], 'messages[0].role must be "system", "user" or "assistant", got undefined', 'messages[0].role'],
+      [[{ role: 'user', content: 'a' }, { role: 'tool', content: 'b' }], 'messages[1].role must be "system", "developer", "user" or "assistant", got "tool"', 'messages[1].role'],
+      [[{ content: 'a' }], 'messages[0].role must be "system", "developer", "user" or "assistant", got undefined', 'messages[0].role'],
       [[{ role: 'user', content: 5 }], 'messages[0].content must be a string', 'messages[0].content'],
       [[{ role: 'user' }], 'messages[0].content must be a string', 'messages[0].content'],
       [

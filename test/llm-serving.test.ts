@@ -236,7 +236,7 @@ describe('bad input', () => {
   });
   it('bad messages', async () => {
     await expect400({ messages: [] }, 'messages', /non-empty/);
-    await expect400({ messages: [{ role: 'robot', content: 'x' }] }, 'messages[0].role', /must be "system", "user" or "assistant"/);
+    await expect400({ messages: [{ role: 'robot', content: 'x' }] }, 'messages[0].role', /must be "system", "developer", "user" or "assistant"/);
     await expect400({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, 'messages[0].content[0]', /text only/);
   });
   it('a prompt longer than the context says the limits', async () => {

@@ -2,7 +2,8 @@
 // raises carries a `code`; an argument error is a TypeError or RangeError 'invalid_argument'
 // naming the function; and a failure found later on a worker thread rejects with an error whose
 // stack is the JavaScript stack of the call that started the work, so the caller's own function
-// shows in it (and survives the wrappers' typed errors).
+// shows in it (and survives the wrappers' typed errors), except a tabular run(), whose stack is
+// not recorded because that costs 15 % of a one-row run.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -101,15 +102,15 @@ describe('codes', () => {
 });
 
 describe("the caller's stack on asynchronous failures", () => {
-  it('a failing tabular run() rejects with the stack of the function that called run()', async () => {
+  it('a failing tabular run() rejects with its code and the node, without a recorded stack (the hot path)', async () => {
     const model = gemmOfInputs();
     async function scoreTheBatch() {
       return model.run(misfit);
     }
     const e = await rejection(scoreTheBatch());
+    expect(nativeErrorCode(e)).toBe('run_failed');
     expect(e.message).toBe('node "gemm" (operator "Gemm"): A [2, 3] and B [4, 2] have different inner dimensions (3 and 4)');
-    expect(e.stack).toContain('scoreTheBatch');
-    expect(e.stack!.split('\n')[0]).toBe(`Error: ${e.message}`);
+    expect(e.stack).not.toContain('scoreTheBatch'); // errors.h: 4-9 us a call, 15 % of a one-row run
   });
 
   it('a failed llmLoadModel rejects with the caller in its stack, and loadModel keeps it in its typed error', async () => {

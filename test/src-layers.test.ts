@@ -1,8 +1,8 @@
-// The TypeScript host is layered (README.md, "Request path"): every import points down or into
-// its own layer,
+// The TypeScript host is layered (README.md, "Inside: the request path, the layers, the names"):
+// every import points down or into its own layer,
 //   base (errors, config, store, ids, validation, metrics)
 //     <- formats (tabular/onnx, llm/gguf, llm/tokenizer: pure TypeScript readers)
-//     <- typed surface (src/native: the one declaration of platform.node)
+//     <- typed surface (src/native: the one declaration of platform.node; surface.ts imports nothing)
 //     <- engines (llm/engine, tabular/executor: the native engines as TypeScript objects)
 //     <- services (models, realtime, vectors, auth, llm/library, llm/chat, llm/metrics)
 //     <- routes and the CLI (server, cli)
@@ -95,6 +95,10 @@ describe('src import layers', () => {
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it('the typed surface of the addon imports nothing of the host', () => {
+    expect(imports('src/native/surface.ts')).toEqual([]);
   });
 
   it('reads the imports it checks (a file known to import across layers)', () => {

@@ -28,10 +28,12 @@ class CodedFailure : public std::runtime_error {
 
 class PromiseWorker : public Napi::AsyncWorker {
  public:
+  enum class CallerStack { kRecord, kSkip };  // kSkip: hot paths only (errors.h)
+
   // `failure_code`: the code of an exception work() throws that says nothing more specific.
-  PromiseWorker(Napi::Env env, const char* resource, const char* failure_code)
-      : Napi::AsyncWorker(env, resource), deferred_(Napi::Promise::Deferred::New(env)), caller_(env),
-        failure_code_(failure_code) {}
+  PromiseWorker(Napi::Env env, const char* resource, const char* failure_code, CallerStack stack = CallerStack::kRecord)
+      : Napi::AsyncWorker(env, resource), deferred_(Napi::Promise::Deferred::New(env)),
+        caller_(env, stack == CallerStack::kRecord), failure_code_(failure_code) {}
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 

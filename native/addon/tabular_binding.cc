@@ -400,7 +400,8 @@ Napi::Array outputs_to_js(Napi::Env env, const std::vector<GraphOutput>& outs) {
 class RunWorker : public PromiseWorker {
  public:
   RunWorker(Napi::Env env, std::shared_ptr<const Graph> graph, std::vector<Tensor> inputs)
-      : PromiseWorker(env, "tabularRun", code::kRunFailed), graph_(std::move(graph)), inputs_(std::move(inputs)) {}
+      : PromiseWorker(env, "tabularRun", code::kRunFailed, CallerStack::kSkip), graph_(std::move(graph)),
+        inputs_(std::move(inputs)) {}
 
  protected:
   void work() override { outputs_ = graph_->run(std::move(inputs_)); }

@@ -3,12 +3,14 @@
 // shipped in it. test/helpers/testing-addon.ts loads it.
 #include <napi.h>
 
+#include "ggml_types_check.h"
 #include "llm_kernel_check.h"
 
 namespace {
 
 Napi::Object InitTesting(Napi::Env env, Napi::Object exports) {
   platform::testing::register_llm_kernel_check(env, exports);
+  platform::testing::register_ggml_types(env, exports);
   return exports;
 }
 

@@ -3,12 +3,14 @@
 // wrappers (src/native/gemm.ts, src/llm/engine/, src/tabular/executor/) call it through these
 // types, so a change to a binding is a change to this file and nowhere else.
 //
+// It imports nothing of the host, so that every layer above can use it.
+//
 // Contract of every export (native/addon/errors.h):
 // - arguments are validated natively; defaults and ranges live there and nowhere else;
 // - every error is an Error, TypeError (wrong type) or RangeError (right type, unusable value)
 //   carrying a `code` (NativeErrorCode); an asynchronous failure rejects with an error whose stack
-//   is the caller's, captured when the call was made.
-import type { ElementType, NormalizedModel } from '../tabular/onnx/types.js';
+//   is the caller's, captured when the call was made (except TabularModel.run(), the per-batch
+//   hot path of predict: recording a stack would cost 15 % of a one-row run).
 
 /** Where a model runs: the CPU, or CUDA device 0 (needs `npm run build:cuda` and a GPU). */
 export type InstanceType = 'cpu' | 'cuda';
@@ -126,28 +128,48 @@ export interface CoreExports {
 /** Opaque handle of a loaded model. */
 export type NativeModelHandle = { readonly __llmModelHandle: unique symbol };
 
-/** llmLoadModel options; absent fields take the native defaults (llmOptionLimits). */
+/** llmLoadModel options; absent fields take the engine's defaults (llmOptionLimits.load). */
 export interface NativeLoadOptions {
+  /** Where the forward pass runs: `cpu` (default) or `cuda` (device 0; needs `npm run build:cuda`). */
   backend?: InstanceType;
+  /** Threads for the forward pass (default: env PLATFORM_THREADS or all cores). */
   threads?: number;
+  /** Context length in tokens (default: the model's training context, `{arch}.context_length`). */
   contextLength?: number;
+  /**
+   * KV cache budget in bytes (default: maxRunningSequences full contexts within 1 GiB, but never
+   * less than one full context, up to 4 GiB).
+   */
   kvCacheBytes?: number;
+  /** Sequences decoded together in one batch (default 8). */
   maxRunningSequences?: number;
+  /** Requests that may wait for admission; beyond that generate() throws OverloadedError (default 64). */
   maxQueued?: number;
+  /** Positions per KV cache block (default 16). */
   kvBlockSize?: number;
+  /** Tokens per forward step: one per decoding sequence plus prompt chunks (default 256). */
   maxBatchTokens?: number;
+  /** Kernels at or below this SIMD level (tests compare levels). */
   simd?: SimdLevel;
 }
 
-/** llmGenerate options; absent fields take the native defaults (llmOptionLimits). */
+/** llmGenerate options; absent fields take the engine's defaults (llmOptionLimits.generate). */
 export interface NativeGenerateOptions {
+  /** Tokens to generate at most (default 16, as vLLM's and OpenAI's completions); fewer when the context fills up. */
   maxTokens?: number;
+  /** 0 (default) is greedy decoding. */
   temperature?: number;
+  /** Keep the k most likely tokens (0 = off). */
   topK?: number;
+  /** Nucleus sampling: keep the smallest set with this much probability (1 = off). */
   topP?: number;
+  /** Drop tokens less likely than minP times the most likely one (0 = off). */
   minP?: number;
+  /** Seed for reproducible sampling (default: random). */
   seed?: number;
+  /** Subtracted from a token's logit per time it was generated, in [-2, 2]. */
   frequencyPenalty?: number;
+  /** Subtracted from a token's logit once it was generated, in [-2, 2]. */
   presencePenalty?: number;
 }
 
@@ -265,7 +287,19 @@ export interface TabularInput {
 }
 
 /** Element types the executor produces (float16 / bfloat16 values are computed as float). */
-export type TabularElementType = Exclude<ElementType, 'float16' | 'bfloat16'>;
+export type TabularElementType =
+  | 'float'
+  | 'double'
+  | 'int8'
+  | 'uint8'
+  | 'int16'
+  | 'uint16'
+  | 'int32'
+  | 'uint32'
+  | 'int64'
+  | 'uint64'
+  | 'bool'
+  | 'string';
 
 /** Output data, with the same conventions as TabularInputData (and as src/tabular/onnx tensors). */
 export type TabularOutputData = TabularInputData;
@@ -342,8 +376,12 @@ export interface TabularModel {
 }
 
 export interface TabularExports {
-  /** Throws TypeError for a malformed model object, Error 'model_refused' for a model the executor cannot run. */
-  tabularCompile(model: NormalizedModel, options?: TabularCompileOptions): TabularModel;
+  /**
+   * Compiles a NormalizedModel (src/tabular/onnx; typed there, by compileTabularModel: this file
+   * imports nothing of the host). The binding reads and checks every field itself: a TypeError
+   * naming the path for a malformed object, Error 'model_refused' for a model it cannot run.
+   */
+  tabularCompile(model: object, options?: TabularCompileOptions): TabularModel;
 }
 
 // ---------------------------------------------------------------------------------------------

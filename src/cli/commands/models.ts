@@ -1,5 +1,5 @@
-// platform models create | build | deploy realtime | list | get: realtime models through the
-// host's management API.
+// platform models create | build | deploy realtime | undeploy | list | get | logs: realtime
+// models through the host's management API (set-instance-type is in library.ts).
 import fs from 'node:fs';
 import { Command } from 'commander';
 import { INSTANCE_TYPES, type InstanceType } from '../../native/surface.js';

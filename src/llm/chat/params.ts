@@ -111,7 +111,7 @@ export function chatMessages(raw: unknown): ChatMessage[] {
     if (typeof m !== 'object' || m === null) throw invalidArgument(`${at} must be an object with role and content`, at);
     const { role, content } = m as { role?: unknown; content?: unknown };
     if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'developer') {
-      throw invalidArgument(`${at}.role must be "system", "user" or "assistant", got ${JSON.stringify(role)}`, `${at}.role`);
+      throw invalidArgument(`${at}.role must be "system", "developer", "user" or "assistant", got ${JSON.stringify(role)}`, `${at}.role`);
     }
     let text: string;
     if (typeof content === 'string') text = content;

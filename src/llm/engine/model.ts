@@ -6,59 +6,22 @@
 // as the typed errors of errors.ts.
 import { loadAddon } from '../../native/addon.js';
 import type {
-  InstanceType,
   LlmExports,
   NativeFinishEvent,
+  NativeGenerateOptions,
   NativeLlmEvent,
+  NativeLoadOptions,
   NativeModelHandle,
   NativeModelInfo,
   NativeStats,
-  SimdLevel,
 } from '../../native/surface.js';
 import { nativeErrorCode, withNativeStack } from '../../native/errors.js';
 import { LlmEngineError, fromNative } from './errors.js';
 
-export interface LoadModelOptions {
-  /** Where the forward pass runs: `cpu` (default) or `cuda` (device 0; needs `npm run build:cuda`). */
-  backend?: InstanceType;
-  /** Threads for the forward pass (default: env PLATFORM_THREADS or all cores). */
-  threads?: number;
-  /** Context length in tokens (default: the model's training context, `{arch}.context_length`). */
-  contextLength?: number;
-  /**
-   * KV cache budget in bytes (default: maxRunningSequences full contexts within 1 GiB, but never
-   * less than one full context, up to 4 GiB).
-   */
-  kvCacheBytes?: number;
-  /** Sequences decoded together in one batch (default 8). */
-  maxRunningSequences?: number;
-  /** Requests that may wait for admission; beyond that generate() throws OverloadedError (default 64). */
-  maxQueued?: number;
-  /** Positions per KV cache block (default 16). */
-  kvBlockSize?: number;
-  /** Tokens per forward step: one per decoding sequence plus prompt chunks (default 256). */
-  maxBatchTokens?: number;
-  /** Kernels at or below this SIMD level (tests compare levels). */
-  simd?: SimdLevel;
-}
+/** llmLoadModel's options, passed through unchanged (the addon checks them and applies defaults). */
+export type LoadModelOptions = NativeLoadOptions;
 
-export interface GenerateOptions {
-  /** Tokens to generate at most (default 16, as vLLM's and OpenAI's completions); fewer when the context fills up. */
-  maxTokens?: number;
-  /** 0 (default) is greedy decoding. */
-  temperature?: number;
-  /** Keep the k most likely tokens (0 = off). */
-  topK?: number;
-  /** Nucleus sampling: keep the smallest set with this much probability (1 = off). */
-  topP?: number;
-  /** Drop tokens less likely than minP times the most likely one (0 = off). */
-  minP?: number;
-  /** Seed for reproducible sampling (default: random). */
-  seed?: number;
-  /** Subtracted from a token's logit per time it was generated, in [-2, 2]. */
-  frequencyPenalty?: number;
-  /** Subtracted from a token's logit once it was generated, in [-2, 2]. */
-  presencePenalty?: number;
+export interface GenerateOptions extends NativeGenerateOptions {
   /** Aborting cancels the sequence (finishReason 'cancelled'). */
   signal?: AbortSignal;
 }

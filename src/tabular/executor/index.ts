@@ -11,8 +11,8 @@
 // not match the data or the model), and failures while running reject with an Error 'run_failed'
 // naming the node. The model object is the addon's own (TabularModel in src/native/surface.ts).
 import { loadAddon } from '../../native/addon.js';
-import type { TabularCompileOptions, TabularModel } from '../../native/surface.js';
-import type { NormalizedModel } from '../onnx/types.js';
+import type { TabularCompileOptions, TabularElementType, TabularModel } from '../../native/surface.js';
+import type { ElementType, NormalizedModel } from '../onnx/types.js';
 
 export type {
   TabularCompileOptions,
@@ -25,6 +25,12 @@ export type {
   TabularOutputData,
   TabularValueInfo,
 } from '../../native/surface.js';
+
+// The executor computes float16 / bfloat16 values as float: its element types are the parser's
+// others. (A difference between the two lists fails to compile here.)
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const elementTypesAgree: Same<TabularElementType, Exclude<ElementType, 'float16' | 'bfloat16'>> = true;
+void elementTypesAgree;
 
 /**
  * Compiles a normalised model (`normalize(parseOnnxModel(bytes))`) with the native executor.
