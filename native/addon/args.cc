@@ -116,7 +116,7 @@ Napi::Float32Array ArgReader::f32_array(size_t index, const char* name) const {
   return v.As<Napi::Float32Array>();
 }
 
-std::vector<int32_t> ArgReader::int32_list(size_t index, const char* name) const {
+std::vector<int32_t> ArgReader::token_ids(size_t index, const char* name) const {
   const Napi::Value v = arg(index);
   std::vector<int32_t> out;
   if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_int32_array) {

@@ -56,8 +56,8 @@ class ArgReader {
   // A non-negative integer up to kMaxDim.
   int64_t dim(size_t index, const char* name) const;
   Napi::Float32Array f32_array(size_t index, const char* name) const;
-  // A list of int32 values: an Int32Array or an array of integer numbers (copied).
-  std::vector<int32_t> int32_list(size_t index, const char* name) const;
+  // A list of token ids: an Int32Array or an array of integers in int32 range (copied).
+  std::vector<int32_t> token_ids(size_t index, const char* name) const;
 
   // --- options objects ---
   // The object at `index`; an empty object when the argument is absent or undefined.

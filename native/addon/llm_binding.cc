@@ -260,7 +260,7 @@ Napi::Value Generate(const Napi::CallbackInfo& info) {
   r.expect_count(2, 3, "handle, tokens, options?");
   get_handle(r, info);
   llm::GenerateRequest req;
-  req.prompt = r.int32_list(1, "tokens");
+  req.prompt = r.token_ids(1, "tokens");
   const Napi::Object o = r.options_object(2);
   req.max_tokens = static_cast<int32_t>(r.option(o, kMaxTokens));
   llm::SamplingParams& s = req.sampling;
@@ -282,7 +282,7 @@ Napi::Value Logits(const Napi::CallbackInfo& info) {
   r.expect_count(2, 3, "handle, tokens, allPositions?");
   get_handle(r, info);
   llm::GenerateRequest req;
-  req.prompt = r.int32_list(1, "tokens");
+  req.prompt = r.token_ids(1, "tokens");
   req.logits_only = true;
   req.all_logits = info.Length() > 2 && r.boolean(2, "allPositions");
   return submit(info, "llmLogits", std::move(req));

@@ -34,25 +34,7 @@ Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options, Sink 
 
 Engine::~Engine() { stop(); }
 
-uint64_t Engine::submit(GenerateRequest req) {
-  const ModelConfig& c = model_->config();
-  const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
-  if (n_prompt == 0) throw std::invalid_argument("the prompt must hold at least one token");
-  for (int32_t t : req.prompt) {
-    if (t < 0 || t >= c.vocab) {
-      throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(c.vocab) + ")");
-    }
-  }
-  if (n_prompt > context_) {
-    throw EngineError("context_length", "the prompt has " + std::to_string(n_prompt) + " tokens but the context holds " + std::to_string(context_));
-  }
-  const KvCache& kv = scheduler_->kv();
-  const int64_t bs = kv.block_size();
-  if ((n_prompt + bs - 1) / bs > kv.total_blocks()) {
-    throw EngineError("kv_cache", "the prompt needs more KV cache than the model's budget (" + std::to_string(kv.total_blocks() * bs) + " positions)");
-  }
-  return scheduler_->submit(std::make_shared<Sequence>(std::move(req), c.vocab));
-}
+uint64_t Engine::submit(GenerateRequest req) { return scheduler_->submit(std::move(req)); }
 
 void Engine::cancel(uint64_t id) { scheduler_->cancel(id); }
 
@@ -104,13 +86,10 @@ StepOutput Engine::execute(const Schedule& step) {
     if (host_rows) out.logits = backend_->host_logits();
     std::vector<SampleRequest> requests;
     std::vector<size_t> requesters;
-    int64_t row = 0;
     for (size_t i = 0; i < step.batch.size(); ++i) {
       Sequence& s = *step.seqs[i];
       const BatchEntry& e = step.batch[i];
-      const int64_t rows = e.all_logits ? e.n_tokens : 1;
-      const int64_t last_row = row + rows - 1;
-      row += rows;
+      const int64_t last_row = step.first_logit[i] + e.logit_rows() - 1;
       const bool prompt_done = s.n_past + e.n_tokens >= static_cast<int64_t>(s.req.prompt.size());
       if (!prompt_done || s.done || s.req.logits_only || s.cancelled.load()) continue;
       if (backend_->samples_on_device()) {

@@ -28,6 +28,9 @@ struct BatchEntry {
   int64_t pos0 = 0;
   const std::vector<int32_t>* blocks = nullptr;
   bool all_logits = false;
+
+  // Rows of the step's logits this entry gets: every token's, or its last token's.
+  int64_t logit_rows() const { return all_logits ? n_tokens : 1; }
 };
 
 // Wall time per stage of the forward pass, by batch size (env PLATFORM_LLM_PROFILE=1: printed to

@@ -2,6 +2,8 @@
 #include "scheduler.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace platform::llm {
 namespace {
@@ -15,9 +17,22 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 Scheduler::Scheduler(const ModelConfig& config, const EngineOptions& options, int64_t context, int64_t kv_blocks)
     : config_(config), options_(options), context_(context), kv_(options.block_size, kv_blocks) {}
 
-uint64_t Scheduler::submit(std::shared_ptr<Sequence> s) {
-  const int64_t n_prompt = static_cast<int64_t>(s->req.prompt.size());
+uint64_t Scheduler::submit(GenerateRequest req) {
+  const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
+  if (n_prompt == 0) throw std::invalid_argument("the prompt must hold at least one token");
+  for (int32_t t : req.prompt) {
+    if (t < 0 || t >= config_.vocab) {
+      throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(config_.vocab) + ")");
+    }
+  }
+  if (n_prompt > context_) {
+    throw EngineError("context_length", "the prompt has " + std::to_string(n_prompt) + " tokens but the context holds " + std::to_string(context_));
+  }
   const int64_t bs = kv_.block_size();
+  if ((n_prompt + bs - 1) / bs > kv_.total_blocks()) {
+    throw EngineError("kv_cache", "the prompt needs more KV cache than the model's budget (" + std::to_string(kv_.total_blocks() * bs) + " positions)");
+  }
+  auto s = std::make_shared<Sequence>(std::move(req), config_.vocab);
   const int64_t wanted = s->req.logits_only ? n_prompt : n_prompt + s->req.max_tokens;
   s->limit = std::min({wanted, context_, kv_.total_blocks() * bs});
   s->reserved = (s->limit + bs - 1) / bs;
@@ -146,11 +161,14 @@ Schedule Scheduler::layout_step() {
     budget -= e.n_tokens;
   }
   const int64_t bs = kv_.block_size();
+  int64_t row = 0;
   for (size_t i = 0; i < step.batch.size(); ++i) {
     Sequence& s = *step.seqs[i];
     BatchEntry& e = step.batch[i];
     while (static_cast<int64_t>(s.blocks.size()) * bs < e.pos0 + e.n_tokens) s.blocks.push_back(kv_.allocate());
     e.blocks = &s.blocks;
+    step.first_logit.push_back(row);
+    row += e.logit_rows();
   }
   return step;
 }
@@ -176,14 +194,11 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
   if (!out.error.empty()) {
     for (Sequence* s : step.seqs) finish(*s, FinishReason::kError, events, "forward pass failed: " + out.error);
   } else {
-    int64_t row = 0;
     for (size_t i = 0; i < step.batch.size(); ++i) {
       Sequence& s = *step.seqs[i];
       const BatchEntry& e = step.batch[i];
-      const int64_t rows = e.all_logits ? e.n_tokens : 1;
-      const float* first = out.logits ? out.logits + row * c.vocab : nullptr;  // the entry's host rows
-      row += rows;
-      if (e.all_logits) s.logits.insert(s.logits.end(), first, first + rows * c.vocab);  // every chunk
+      const float* first = out.logits ? out.logits + step.first_logit[i] * c.vocab : nullptr;  // the entry's host rows
+      if (e.all_logits) s.logits.insert(s.logits.end(), first, first + e.logit_rows() * c.vocab);  // every chunk
       s.n_past += e.n_tokens;
       if (s.prefilling() || s.done) continue;  // more prompt to go
       if (s.req.logits_only) {

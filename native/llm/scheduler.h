@@ -58,9 +58,10 @@ struct Sequence {
 // One step's work: the forward pass's batch and the sequence of each entry, in the same order.
 // An empty batch: nothing to run now.
 struct Schedule {
-  std::vector<Sequence*> seqs;    // [entries]
-  std::vector<BatchEntry> batch;  // [entries]
-  bool stopping = false;          // stop() was called: every sequence is gone, the loop ends
+  std::vector<Sequence*> seqs;        // [entries]
+  std::vector<BatchEntry> batch;      // [entries]
+  std::vector<int64_t> first_logit;   // [entries]: the entry's first row in the step's logits
+  bool stopping = false;              // stop() was called: every sequence is gone, the loop ends
 };
 
 // What a step's forward pass and sampling produced.
@@ -77,9 +78,11 @@ class Scheduler {
 
   const KvCache& kv() const { return kv_; }
 
-  // Sizes the sequence's reservation, queues it and returns its id. Throws EngineError "unloaded"
-  // after stop() and "overloaded" when max_queued sequences already wait.
-  uint64_t submit(std::shared_ptr<Sequence> s);
+  // Checks the prompt (std::invalid_argument: empty, or a token outside the vocabulary;
+  // EngineError "context_length" / "kv_cache": it cannot fit), sizes the sequence's reservation,
+  // queues it and returns its id. Throws EngineError "unloaded" after stop() and "overloaded"
+  // when max_queued sequences already wait.
+  uint64_t submit(GenerateRequest req);
   // Marks a waiting or running sequence cancelled (the next schedule() retires it); unknown ids are
   // ignored.
   void cancel(uint64_t id);

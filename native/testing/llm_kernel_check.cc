@@ -59,15 +59,12 @@ Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
   if (op == "matmul") {
     const Napi::Value tv = a.Get("type");
     const std::string type = tv.IsString() ? tv.As<Napi::String>().Utf8Value() : "";
-    const std::pair<const char*, ggml::Type> types[] = {
-        {"F32", ggml::Type::kF32},   {"F16", ggml::Type::kF16},   {"BF16", ggml::Type::kBF16},
-        {"Q8_0", ggml::Type::kQ8_0}, {"Q4_0", ggml::Type::kQ4_0}, {"Q4_K", ggml::Type::kQ4_K},
-        {"Q6_K", ggml::Type::kQ6_K}};
     ggml::WeightMatrix w;
     bool found = false;
-    for (const auto& [name, t] : types) {
-      if (type == name) {
-        w.type = t;
+    for (uint32_t id = 0; id < 256 && !found; ++id) {  // the engine's own type table (ggml/types.h)
+      const ggml::TypeInfo* t = ggml::type_info(id);
+      if (t != nullptr && type == t->name) {
+        w.type = static_cast<ggml::Type>(id);
         found = true;
       }
     }

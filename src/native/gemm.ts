@@ -11,7 +11,7 @@
 //         x has n elements and y has m (x has m and y has n when transA).
 // beta == 0 means the output is only written, never read (NaNs in it do not propagate).
 import { loadAddon } from './addon.js';
-import type { EngineInfo, NativeCallOptions, SimdLevel } from './surface.js';
+import type { EngineInfo, NativeCallOptions } from './surface.js';
 
 
 export interface GemmOptions extends NativeCallOptions {

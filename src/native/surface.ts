@@ -15,6 +15,7 @@
 /** Where a model runs: the CPU, or CUDA device 0 (needs `npm run build:cuda` and a GPU). */
 export type InstanceType = 'cpu' | 'cuda';
 export const INSTANCE_TYPES: readonly InstanceType[] = ['cpu', 'cuda'];
+export const isInstanceType = (value: unknown): value is InstanceType => INSTANCE_TYPES.includes(value as InstanceType);
 
 export type SimdLevel = 'scalar' | 'neon' | 'avx2' | 'avx512';
 

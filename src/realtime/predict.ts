@@ -45,13 +45,16 @@ export interface PredictServiceDeps {
   shadows: ShadowDispatcher;
 }
 
-/** How one run through a build ended: its rows, or the status and message of what it threw. */
-interface Outcome {
-  status: number;
-  rows: PredictRow[] | null;
-  error: string | null;
-  thrown: unknown;
-}
+/** How one run through a build ended: its rows, or what it threw. */
+type Outcome = { rows: PredictRow[] } | { rows: null; thrown: unknown };
+
+/**
+ * Who a recorded request was: the caller's (`primary`), the caller's with a shadow copy drawn
+ * (`paired`: both bodies are logged so that the answers can be compared), or the shadow copy.
+ */
+type Role = 'primary' | 'paired' | 'copy';
+
+const messageOf = (thrown: unknown) => (thrown instanceof Error ? thrown.message : String(thrown));
 
 const elapsedMs = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e6;
 
@@ -64,27 +67,31 @@ async function run(build: LoadedBuild, body: FeaturePayload): Promise<PredictRow
 
 async function settle(work: Promise<PredictRow[]>): Promise<Outcome> {
   try {
-    return { status: 200, rows: await work, error: null, thrown: undefined };
-  } catch (err) {
-    return { status: err instanceof ApiError ? err.status : 500, rows: null, error: err instanceof Error ? err.message : String(err), thrown: err };
+    return { rows: await work };
+  } catch (thrown) {
+    return { rows: null, thrown };
   }
 }
 
 export class PredictService {
-  constructor(private readonly deps: PredictServiceDeps) {}
+  private readonly audiencePredicate: (audienceId: string) => ReturnType<AudienceStore['predicate']>;
+
+  constructor(private readonly deps: PredictServiceDeps) {
+    this.audiencePredicate = (audienceId) => deps.audiences.predicate(audienceId);
+  }
 
   /** Answers one predict request, or throws the ApiError (or executor error) it failed with. */
   async predict(request: PredictRequest): Promise<PredictAnswer> {
     const started = process.hrtime.bigint();
     const { modelId } = request;
     const live = this.liveModel(modelId);
-    const route = routeRequest(live.traffic, request.variation, request.headers, (id) => this.deps.audiences.predicate(id));
+    const route = routeRequest(live.traffic, request.variation, request.headers, this.audiencePredicate);
     if (!route) throw unavailable(`model "${modelId}" has no variation to route to`);
     const build = live.variations.get(route.variation);
     if (!build) throw notFound(`model "${modelId}" has no variation "${route.variation}"`, 'variation_name');
 
     const outcome = await settle(run(build, request.body));
-    this.recordRequest(request, route.variation, route.audienceId, { copy: false, pair: route.shadow !== null }, outcome, started);
+    this.recordRequest(request, route.variation, route.audienceId, route.shadow !== null ? 'paired' : 'primary', outcome, started);
     if (outcome.rows === null) throw outcome.thrown;
     if (route.shadow !== null) this.sendShadow(request, live, route.shadow, route.audienceId);
     return { variation: route.variation, rows: outcome.rows };
@@ -108,33 +115,35 @@ export class PredictService {
     this.deps.shadows.submit(async (deadline) => {
       const started = process.hrtime.bigint();
       const outcome = await settle(Promise.race([run(build, request.body), deadline]));
-      this.recordRequest(request, variation, audienceId, { copy: true, pair: true }, outcome, started);
-      if (outcome.error !== null) request.log.debug({ modelId: request.modelId, variation, error: outcome.error }, 'shadow request failed');
+      this.recordRequest(request, variation, audienceId, 'copy', outcome, started);
+      if (outcome.rows === null) request.log.debug({ modelId: request.modelId, variation, error: messageOf(outcome.thrown) }, 'shadow request failed');
     });
   }
 
   /**
-   * One request (`copy`: a shadow copy) in the metrics and the request log. The latency histogram
-   * is the callers' latency, so copies stay out of it; bodies are kept for shadow pairs (`pair`),
-   * so that the two answers can be compared.
+   * One request in the metrics and the request log. The latency histogram is the callers'
+   * latency, so shadow copies stay out of it; bodies are kept for shadow pairs.
    */
-  private recordRequest(request: PredictRequest, variation: string, audienceId: string | null, kind: { copy: boolean; pair: boolean }, outcome: Outcome, started: bigint): void {
+  private recordRequest(request: PredictRequest, variation: string, audienceId: string | null, role: Role, outcome: Outcome, started: bigint): void {
     const latencyMs = elapsedMs(started);
     const { modelId } = request;
-    this.deps.metrics.requests.inc({ model: modelId, variation, status: String(outcome.status) });
-    if (!kind.copy) this.deps.metrics.latency.observe({ model: modelId, variation }, latencyMs / 1000);
+    const failed = outcome.rows === null;
+    const status = !failed ? 200 : outcome.thrown instanceof ApiError ? outcome.thrown.status : 500;
+    const keepBodies = role !== 'primary';
+    this.deps.metrics.requests.inc({ model: modelId, variation, status: String(status) });
+    if (role !== 'copy') this.deps.metrics.latency.observe({ model: modelId, variation }, latencyMs / 1000);
     this.deps.requestLog.add({
       ts: Date.now(),
       requestId: request.requestId,
       modelId,
       variation,
       audienceId,
-      shadow: kind.copy,
-      status: outcome.status,
+      shadow: role === 'copy',
+      status,
       latencyMs,
-      error: outcome.error,
-      request: kind.pair ? logBody(request.body) : null,
-      response: kind.pair && outcome.rows !== null ? logBody(outcome.rows) : null,
+      error: failed ? messageOf(outcome.thrown) : null,
+      request: keepBodies ? logBody(request.body) : null,
+      response: keepBodies && !failed ? logBody(outcome.rows) : null,
     });
   }
 }

@@ -14,7 +14,7 @@ import type { Filter, HnswParams, Metric, Properties } from './types.js';
 
 export type Hnsw = InstanceType<typeof hnswlib.HierarchicalNSW>;
 
-const MIN_CAPACITY = 1024;
+export const MIN_CAPACITY = 1024;
 
 /** A batch of graph changes from one committed write, applied in order. */
 export interface ApplyJob {

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import hnswlib from 'hnswlib-node';
 import { findCheckpoint, partitionIdentity, sweepCollectionDir, sweepRoot } from './checkpoint.js';
 import { SPACE } from './distance.js';
-import { Partition, type Hnsw } from './partition.js';
+import { MIN_CAPACITY, newGraph, Partition, type Hnsw } from './partition.js';
 import { blobToFloats, collectionFromRow, type CollectionRow, type RecoveryRow } from './rows.js';
 import type { VectorStatements } from './tables.js';
 import type { CollectionRecord, LogFn, Properties, WorkerSettings } from './types.js';
@@ -90,14 +90,7 @@ function fillPartition(sql: VectorStatements, record: CollectionRecord, tenant: 
   let graph = index;
   if (!graph) {
     const count = sql.countPartition.get(record.id, tenant) as number;
-    graph = new hnswlib.HierarchicalNSW(SPACE[record.metric], record.dimension);
-    graph.initIndex({
-      maxElements: Math.max(1024, Math.ceil(count * 1.1)),
-      m: record.hnsw.m,
-      efConstruction: record.hnsw.efConstruction,
-      randomSeed: 100,
-      allowReplaceDeleted: true,
-    });
+    graph = newGraph(record.metric, record.dimension, record.hnsw, Math.max(MIN_CAPACITY, Math.ceil(count * 1.1)));
   }
   const p = new Partition(record.id, tenant, record.metric, record.dimension, record.hnsw, graph);
   const inGraph = index ? new Set(index.getIdsList()) : new Set<number>();

@@ -2,6 +2,7 @@
 // realtime models alike: the model's kind picks the route).
 import type { Command } from 'commander';
 import { clientFromEnv, type PlatformClient } from '../http-client.js';
+import { isInstanceType } from '../../native/surface.js';
 import { CliError, usageError } from '../errors.js';
 import { createProgress } from '../progress.js';
 import { formatTable } from '../table.js';
@@ -100,7 +101,7 @@ export function registerLibraryCommands(program: Command, models: Command): void
     .option('--threads <n>', 'CPU threads (default: all cores)')
     .option('--wait', 'follow the load until the model is live')
     .action(async (name: string, opts: { modelId: string; instanceType: string; threads?: string; wait?: boolean }) => {
-      if (opts.instanceType !== 'cpu' && opts.instanceType !== 'cuda') throw usageError('--instance-type must be cpu or cuda');
+      if (!isInstanceType(opts.instanceType)) throw usageError('--instance-type must be cpu or cuda');
       const client = clientFromEnv();
       const n = threads(opts.threads);
       const dep = await client.request<DeploymentJson>('POST', '/api/v1/library/deployments', {
@@ -127,7 +128,7 @@ export function registerLibraryCommands(program: Command, models: Command): void
     .option('--threads <n>', 'CPU threads of the new instance (library models only)')
     .option('--wait', 'follow the change until traffic has switched')
     .action(async (id: string, type: string, opts: { threads?: string; wait?: boolean }) => {
-      if (type !== 'cpu' && type !== 'cuda') throw usageError('the instance type must be cpu or cuda');
+      if (!isInstanceType(type)) throw usageError('the instance type must be cpu or cuda');
       const client = clientFromEnv();
       const n = threads(opts.threads);
       const { model } = await client.request<{ model: { kind: string } }>('GET', `/api/v1/models/${encodeURIComponent(id)}`);

@@ -2,7 +2,7 @@
 // models through the host's management API (set-instance-type is in library.ts).
 import fs from 'node:fs';
 import { Command } from 'commander';
-import { INSTANCE_TYPES, type InstanceType } from '../../native/surface.js';
+import { isInstanceType, type InstanceType } from '../../native/surface.js';
 import { clientFromEnv, type PlatformClient } from '../http-client.js';
 import { CliError, usageError } from '../errors.js';
 import { createProgress } from '../progress.js';
@@ -80,7 +80,6 @@ function deployFile(raw: unknown, file: string, needsIds = true): DeployFile {
   return f as DeployFile;
 }
 
-const isInstanceType = (value: unknown): value is InstanceType => INSTANCE_TYPES.includes(value as InstanceType);
 
 /** --instance-type, checked; undefined when not given. */
 export function parseInstanceType(value: string | undefined): InstanceType | undefined {

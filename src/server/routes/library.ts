@@ -4,7 +4,7 @@
 // record shows `pending_instance_type` until traffic has switched.
 import type { FastifyPluginAsync } from 'fastify';
 import type { LibraryDeployment, LibraryService } from '../../llm/library/service.js';
-import type { InstanceType } from '../../native/surface.js';
+import { INSTANCE_TYPES, type InstanceType } from '../../native/surface.js';
 import { MODEL_ID_PATTERN } from '../../models/names.js';
 import { listOf, modelParams, responses } from '../schemas.js';
 
@@ -70,7 +70,7 @@ const catalogSchema = {
   },
 } as const;
 const instanceSchema = {
-  instance_type: { type: 'string', enum: ['cpu', 'cuda'] },
+  instance_type: { type: 'string', enum: [...INSTANCE_TYPES] },
   threads: { type: 'integer', minimum: 1, maximum: 1024 },
 } as const;
 

@@ -57,25 +57,24 @@ DeviceMatrix device_matrix(const WeightMatrix& w) {
   return m;
 }
 
+// The engine runs on CUDA device 0 (instance type cuda).
+constexpr int kDevice = 0;
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const LlmBackendOptions& options) : opt_(options) {
     const DeviceQuery q = query_devices();
     if (!q.error.empty()) throw std::runtime_error("no usable CUDA device: " + q.error);
     if (q.devices.empty()) throw std::runtime_error("no CUDA device found");
-    if (opt_.device < 0 || static_cast<size_t>(opt_.device) >= q.devices.size()) {
-      throw std::runtime_error("CUDA device " + std::to_string(opt_.device) + " does not exist (" +
-                               std::to_string(q.devices.size()) + " found)");
-    }
-    device_ = q.devices[static_cast<size_t>(opt_.device)];
-    PLATFORM_CUDA_CHECK(cudaSetDevice(opt_.device));
+    device_ = q.devices[kDevice];
+    PLATFORM_CUDA_CHECK(cudaSetDevice(kDevice));
     PLATFORM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     const char* env = std::getenv("PLATFORM_CUDA_GRAPHS");
-    graphs_enabled_ = opt_.graphs && (env == nullptr || std::strcmp(env, "0") != 0);
+    graphs_enabled_ = env == nullptr || std::strcmp(env, "0") != 0;
   }
 
   ~CudaBackend() override {
-    cudaSetDevice(opt_.device);
+    cudaSetDevice(kDevice);
     abort_capture();
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
     for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
@@ -101,13 +100,13 @@ class CudaBackend final : public Backend {
       throw std::runtime_error("the CUDA backend supports head dimensions up to 256 (this model has " +
                                std::to_string(c.head_dim) + ")");
     }
-    PLATFORM_CUDA_CHECK(cudaSetDevice(opt_.device));
+    PLATFORM_CUDA_CHECK(cudaSetDevice(kDevice));
     upload_weights(host);
     allocate_step_memory();
   }
 
   void allocate_kv(const KvCacheLayout& layout) override {
-    PLATFORM_CUDA_CHECK(cudaSetDevice(opt_.device));
+    PLATFORM_CUDA_CHECK(cudaSetDevice(kDevice));
     kv_storage_.allocate(static_cast<size_t>(layout.bytes(sizeof(__half))), "KV cache");
     kv_.base = kv_storage_.get<__half>();
     kv_.n_blocks = layout.n_blocks;
@@ -116,7 +115,7 @@ class CudaBackend final : public Backend {
   }
 
   void begin_step(const StepLayout& s) override {
-    PLATFORM_CUDA_CHECK(cudaSetDevice(opt_.device));
+    PLATFORM_CUDA_CHECK(cudaSetDevice(kDevice));
     // A previous step that threw between begin_step and output() left its capture open: end it,
     // or every later call on the stream fails.
     abort_capture();

@@ -15,8 +15,6 @@ namespace platform::cuda {
 // What the backend sizes its device memory for, once, at load: activations and step tables for the
 // largest step the engine can build, block tables for the longest sequence.
 struct LlmBackendOptions {
-  int device = 0;                  // CUDA device index
-  bool graphs = true;              // replay decode steps as CUDA graphs (env PLATFORM_CUDA_GRAPHS=0: off)
   int64_t max_step_tokens = 0;     // tokens in one step (decode tokens + prefill chunks)
   int64_t max_step_sequences = 0;  // sequences in one step
   int64_t max_context = 0;         // positions of one sequence
