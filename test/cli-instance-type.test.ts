@@ -66,13 +66,13 @@ describe('platform models deploy realtime --instance-type', () => {
   it('deploys on cpu, the default, and shows it', async () => {
     const res = await runCli(['models', 'deploy', 'realtime', '--model-id', 'inst', '--build-id', build, '--instance-type', 'cpu', '--wait'], env);
     expect(res.code, res.stderr).toBe(0);
-    const got = await runCli(['models', 'get', 'inst'], env);
+    const got = await runCli(['models', 'get', 'inst', '--json'], env);
     const info = JSON.parse(got.stdout) as { live_deployment: { instance_type: string; traffic: { instanceTypes: Record<string, string> } } };
     expect(info.live_deployment.instance_type).toBe('cpu');
     expect(info.live_deployment.traffic.instanceTypes).toEqual({ default: 'cpu' });
     const plain = await runCli(['models', 'deploy', 'realtime', '--model-id', 'inst', '--build-id', build, '--wait'], env);
     expect(plain.code, plain.stderr).toBe(0);
-    const after = JSON.parse((await runCli(['models', 'get', 'inst'], env)).stdout) as { live_deployment: { instance_type: string } };
+    const after = JSON.parse((await runCli(['models', 'get', 'inst', '--json'], env)).stdout) as { live_deployment: { instance_type: string } };
     expect(after.live_deployment.instance_type).toBe('cpu');
   });
 });
@@ -81,7 +81,7 @@ interface LiveJson {
   live_deployment: { deployment_id: string; action: string; instance_type: string; traffic: { instanceTypes: Record<string, string> } };
   deployment_in_progress: unknown;
 }
-const getModel = async (id: string) => JSON.parse((await runCli(['models', 'get', id], env)).stdout) as LiveJson;
+const getModel = async (id: string) => JSON.parse((await runCli(['models', 'get', id, '--json'], env)).stdout) as LiveJson;
 
 describe('platform models set-instance-type on a realtime model', () => {
   beforeAll(async () => {

@@ -49,6 +49,14 @@ describe('platform library', () => {
 
     const moved = await ok(['models', 'set-instance-type', 'tiny', 'cpu', '--threads', '1', '--wait']);
     expect(moved.stdout).toBe('tiny: cpu\n');
+    // models get: the loaded file and its instance for people, the model route's JSON with --json.
+    const details = (await ok(['models', 'get', 'tiny'])).stdout;
+    expect(details).toMatch(/^model:\s+tiny\nkind:\s+library\nproject:\s+library\n/);
+    expect(details).toMatch(/\nfile:\s+tiny-chat\.gguf \(tiny-chat\)\nstatus:\s+LIVE\ninstance:\s+cpu, 1 thread\nlicence:\s+mit\n$/);
+    expect(details).not.toMatch(/undefined|null|\[object/);
+    const json = JSON.parse((await ok(['models', 'get', 'tiny', '--json'])).stdout) as { model: { kind: string }; live_deployment: unknown };
+    expect(json.model.kind).toBe('library');
+    expect(json.live_deployment).toBeNull();
     const noCuda = cudaUnavailableReason();
     if (noCuda !== null) {  // (a GPU host switches instead: test/llm-engine-cuda.test.ts covers cuda)
       const cuda = await runCli(['models', 'set-instance-type', 'tiny', 'cuda'], env);

@@ -6,17 +6,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.js';
 import { spawnHost, type ChildHost } from './helpers/child-host.js';
-import { ROOT, tempDir } from './helpers/paths.js';
+import { loadAddon } from '../src/native/addon.js';
+import { tempDir } from './helpers/paths.js';
 
 const KEY_LINE = /^psk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}\n$/;
 
 describe('usage', () => {
-  it('the package bin is the compiled CLI with a node shebang', () => {
-    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> };
-    const file = path.join(ROOT, pkg.bin.platform!);
-    expect(fs.readFileSync(file, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
-  });
-
   it('--help works at every level and exits 0', async () => {
     for (const args of [[], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke'], ['status'], ['engine']]) {
       const res = await runCli([...args, '--help']);
@@ -60,6 +55,33 @@ describe('keys on DATA_DIR', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no API key with id "ffffffffffffffff"');
   });
+
+  it('create says on stderr when it starts a new store; an existing store says nothing extra', async () => {
+    const dir = path.join(tempDir(), 'fresh');
+    const first = await runCli(['keys', 'create'], { DATA_DIR: dir });
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(KEY_LINE);
+    expect(first.stderr.split('\n')[0]).toBe(`no store in DATA_DIR (${dir}) yet: creating a new one there`);
+    expect(fs.existsSync(path.join(dir, 'platform.db'))).toBe(true);
+    const second = await runCli(['keys', 'create'], { DATA_DIR: dir });
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(KEY_LINE);
+    expect(second.stderr).not.toContain('store');
+    expect(second.stderr).toMatch(/^created API key [0-9a-f]{16} \(default\); it is not shown again\n$/);
+  });
+
+  it('list and revoke on a DATA_DIR without a store say so and create nothing', async () => {
+    const dir = path.join(tempDir(), 'typo');
+    const list = await runCli(['keys', 'list'], { DATA_DIR: dir });
+    expect(list.code).toBe(0);
+    expect(list.stderr).toBe(`no store in DATA_DIR (${dir}) yet, so no keys\n`);
+    expect(list.stdout).toMatch(/^ID\s+NAME\s+CREATED\s+LAST USED\s+STATUS\n$/);
+    expect(JSON.parse((await runCli(['keys', 'list', '--json'], { DATA_DIR: dir })).stdout)).toEqual([]);
+    const revoke = await runCli(['keys', 'revoke', 'ffffffffffffffff'], { DATA_DIR: dir });
+    expect(revoke.code).toBe(1);
+    expect(revoke.stderr).toBe(`platform: no API key with id "ffffffffffffffff": there is no store in DATA_DIR (${dir}) yet\n`);
+    expect(fs.existsSync(dir)).toBe(false);
+  });
 });
 
 describe('against a running host', () => {
@@ -87,7 +109,7 @@ describe('against a running host', () => {
     expect(status.status).toBe('ready');
     // The host's engine, over HTTP, is the one `platform engine` loads here: same machine, same env.
     expect(['scalar', 'avx2', 'avx512', 'neon']).toContain(status.engine.simd.active);
-    const local = await runCli(['engine']);
+    const local = await runCli(['engine', '--json']);
     expect(status.engine.simd).toEqual((JSON.parse(local.stdout) as { simd: unknown }).simd);
     const files = fs.readdirSync(cacheDir);
     expect(files).toHaveLength(1);
@@ -95,8 +117,16 @@ describe('against a running host', () => {
 
     const second = await runCli(['status'], env(key));
     expect(second.code).toBe(0);
-    expect(second.stdout).toContain('status: ready');
     expect(exchanges() - before).toBe(1);
+    // For people: aligned "label: value" lines, then the host's engine as `platform engine` shows
+    // this machine's (the same addon, the same environment).
+    const lines = second.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^status:\s+ready$/);
+    expect(lines[1]).toMatch(new RegExp(`^host:\\s+${host.url}$`));
+    const column = lines[0]!.indexOf('ready');
+    for (const line of lines) expect(line.slice(0, column), line).toMatch(/^[a-z ]+:\s+$/);
+    expect(second.stdout).not.toMatch(/undefined|null|\[object/);
+    expect(lines.slice(2).join('\n') + '\n').toBe((await runCli(['engine'])).stdout);
   });
 
   it('a revoked key fails with the server message and exit 1, even with a cached token', async () => {
@@ -141,12 +171,29 @@ describe('client errors', () => {
 });
 
 describe('platform engine', () => {
-  it('shows the local engine', async () => {
-    const res = await runCli(['engine']);
+  it('shows the local engine: exact JSON with --json', async () => {
+    const res = await runCli(['engine', '--json']);
     expect(res.code, res.stderr).toBe(0);
     const info = JSON.parse(res.stdout) as { simd: { active: string }; threads: number };
+    expect(info).toEqual(loadAddon().engineInfo());
     expect(['scalar', 'avx2', 'avx512', 'neon']).toContain(info.simd.active);
     expect(info.threads).toBeGreaterThan(0);
+  });
+
+  it('shows the local engine as aligned fields for people', async () => {
+    const info = loadAddon().engineInfo();
+    const res = await runCli(['engine']);
+    expect(res.code, res.stderr).toBe(0);
+    const lines = res.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^engine version:\\s+${info.version}$`));
+    const column = lines[0]!.indexOf(info.version);
+    const fields = lines.filter((l) => !l.startsWith('DEVICE') && /^[a-z]/.test(l));
+    for (const line of fields) expect(line.slice(0, column), line).toMatch(/^[a-z ]+:\s+$/);
+    expect(res.stdout).toMatch(new RegExp(`\nsimd:\\s+${info.simd.active}\\b.*available: ${info.simd.available.join(', ')}\n`));
+    expect(res.stdout).toMatch(new RegExp(`\nthreads:\\s+${info.threads}\n`));
+    expect(res.stdout).toMatch(info.cuda.built ? /\ncuda:\s+built/ : /\ncuda:\s+not built \(npm run build:cuda/);
+    if (info.cuda.devices.length > 0) expect(res.stdout).toMatch(/\nDEVICE\s+NAME\s+MEMORY\s+COMPUTE CAPABILITY\n0\s+/);
+    expect(res.stdout).not.toMatch(/undefined|null|\[object/);
   });
 
   it('a missing addon is one line naming the fix', async () => {

@@ -112,6 +112,30 @@ describe('every 401 path', () => {
     }
   });
 
+  it('an API key sent as the token: told to exchange it first, the same for real, revoked and unknown keys', async () => {
+    const { key, keyId } = await tokenFor(host);
+    const revoked = (await tokenFor(host, 'revoked')).key;
+    host.app.keys.revoke(revoked.slice('psk_'.length, 'psk_'.length + 16));
+    const unknown = 'psk_0123456789abcdef_' + 'A'.repeat(43);
+    const answers: string[] = [];
+    for (const credential of [key, revoked, unknown, 'psk_truncated']) {
+      const res = await callKeys(`Bearer ${credential}`);
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('unauthenticated');
+      expect(body.error.message).toContain('this is a platform API key, not an access token');
+      expect(body.error.message).toContain('POST /api/v1/authentication/platform-api-key');
+      answers.push(JSON.stringify(body));
+    }
+    // One answer for every key: nothing tells whether the key exists or was revoked.
+    expect(new Set(answers).size).toBe(1);
+    expect(answers[0]).not.toContain(keyId);
+    // Following the advice works.
+    const exchanged = (await (await exchange(key)).json()) as { accessToken: string };
+    expect((await callKeys(`Bearer ${exchanged.accessToken}`)).status).toBe(200);
+  });
+
   it('a token with a bad signature', async () => {
     const { token } = await tokenFor(host);
     const [h, p] = token.split('.');

@@ -1,11 +1,14 @@
 // The real `npm start` entry point in a child process: start-up failures in one line, secrets kept
-// out of the logs, and graceful shutdown that finishes a request in flight.
+// out of the logs, graceful shutdown that finishes a request in flight, and the human start line.
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.js';
-import { runHostToExit, spawnHost } from './helpers/child-host.js';
+import { runHostToExit, spawnHost, startLineOf } from './helpers/child-host.js';
+import { apiClient, waitForDeployment } from './helpers/api.js';
+import { writeTinyChatModel } from './helpers/llm-models.js';
+import { linearModel } from './helpers/models.js';
 import { tempDir } from './helpers/paths.js';
 
 async function newKey(dataDir: string): Promise<string> {
@@ -137,5 +140,64 @@ describe('start-up failures are one line', () => {
       expect(res.stderr.trim().split('\n')).toHaveLength(1);
       expect(res.stderr).toContain(name);
     }
+  });
+});
+
+describe('the start line', () => {
+  it('names the address, DATA_DIR and MODELS_DIR, which it makes (mode 0755) when missing, on stderr alone', async () => {
+    const dataDir = tempDir();
+    const modelsDir = path.join(tempDir(), 'nested', 'models');
+    const host = await spawnHost({ DATA_DIR: dataDir, MODELS_DIR: modelsDir });
+    const line = await startLineOf(host);
+    expect(line).toBe(`platform: listening on ${host.url}; DATA_DIR ${dataDir}; MODELS_DIR ${modelsDir} (created, mode 0755); no models yet`);
+    expect(fs.statSync(modelsDir).mode & 0o777).toBe(0o755);
+    host.proc.kill('SIGTERM');
+    expect(await host.exited).toBe(0);
+    // One human line on stderr; stdout stays one JSON object per line.
+    expect(host.stderr().trim().split('\n')).toEqual([line]);
+    for (const l of host.stdout().trim().split('\n')) expect(() => JSON.parse(l)).not.toThrow();
+
+    // The second time the folder is there: nothing is said about it.
+    const again = await spawnHost({ DATA_DIR: dataDir, MODELS_DIR: modelsDir });
+    expect(await startLineOf(again)).toBe(`platform: listening on ${again.url}; DATA_DIR ${dataDir}; MODELS_DIR ${modelsDir}; no models yet`);
+    again.proc.kill('SIGTERM');
+    expect(await again.exited).toBe(0);
+  });
+
+  it('lists the realtime and library models it restored, with their status', async () => {
+    const dataDir = tempDir();
+    const modelsDir = tempDir();
+    writeTinyChatModel(modelsDir, 'tiny-chat');
+    const key = await newKey(dataDir);
+    const env = { DATA_DIR: dataDir, MODELS_DIR: modelsDir, LLM_CONTEXT_LENGTH: '256' };
+    const first = await spawnHost(env);
+    expect(await startLineOf(first)).toMatch(/; no models yet$/);
+    const exchanged = await fetch(`${first.url}/api/v1/authentication/platform-api-key`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ platformApiKey: key }),
+    });
+    const api = apiClient(first.url, ((await exchanged.json()) as { accessToken: string }).accessToken);
+    expect((await api('POST', '/api/v1/models', { model_id: 'fraud' })).status).toBe(201);
+    const build = await api<{ build_id: string }>('POST', '/api/v1/models/fraud/builds?feature_names=amount,age', linearModel(['amount', 'age'], 0.5));
+    expect(build.status).toBe(201);
+    const dep = await api<{ deployment_id: string }>('POST', '/api/v1/models/fraud/deployments', { build_id: build.body.build_id });
+    expect((await waitForDeployment(api, dep.body.deployment_id)).status).toBe('LIVE');
+    expect((await api('POST', '/api/v1/library/deployments', { name: 'tiny-chat', model_id: 'tinyllama' })).status).toBe(202);
+    for (;;) {
+      const lib = await api<{ status: string }>('GET', '/api/v1/library/deployments/tinyllama');
+      if (lib.body.status === 'LIVE') break;
+      expect(lib.body.status).not.toBe('FAILED');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    first.proc.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+
+    const second = await spawnHost(env);
+    expect(await startLineOf(second)).toBe(
+      `platform: listening on ${second.url}; DATA_DIR ${dataDir}; MODELS_DIR ${modelsDir}; restored 2 models: fraud (realtime, LIVE), tinyllama (library, LIVE)`,
+    );
+    second.proc.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
   });
 });

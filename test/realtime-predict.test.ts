@@ -154,7 +154,7 @@ describe('an MLP build', () => {
       ['an unknown column', { columns: [...FEATURES, 'zip'], index: [0], data: [[1, 2, 3, 4, 5, 6, 7]] }, /unknown column "zip"/, 'columns[6]'],
       ['a column given twice', { columns: [...FEATURES, 'age'], index: [0], data: [[1, 2, 3, 4, 5, 6, 7]] }, /column "age" is given twice/, 'columns[6]'],
       ['a row of the wrong length', { columns: FEATURES, index: [0, 1], data: [[1, 2, 3, 4, 5, 6], [1, 2, 3]] }, /data\[1\] has 3 values but there are 6 columns/, 'data[1]'],
-      ['a string where a number is needed', { columns: FEATURES, index: [0], data: [[1, 2, 'lots', 4, 5, 6]] }, /data\[0\]\[2\] \(column "tenure"\) is "lots", not a number/, 'data'],
+      ['a string where a number is needed', { columns: FEATURES, index: [0], data: [[1, 2, 'lots', 4, 5, 6]] }, /data\[0\]\[2\] \("tenure"\) is "lots", not a number/, 'data'],
       ['index and data of different lengths', { columns: FEATURES, index: [0, 1, 2], data: [[1, 2, 3, 4, 5, 6]] }, /index has 3 entries but data has 1 rows/, 'index'],
       ['no rows', { columns: FEATURES, index: [], data: [] }, /data has no rows/, 'data'],
       ['no columns field', { index: [0], data: [[1]] }, /columns/, 'columns'],

@@ -93,8 +93,6 @@ const EXPECTED_OPS: Record<string, string[]> = {
 /** The fixtures the engine cannot run, with the refusal. */
 const REFUSED: Record<string, string> = {
   'sklearn-onnx_docs_examples/predictable_tsne.onnx': 'operator "Scan" (node "Sc_Scan", opset ai.onnx 12) is not supported',
-  'sklearn-onnx_tests_2018/SklearnBinSVCLinearPF.model.onnx':
-    'operator "ai.onnx.ml.SVMClassifier" (node "SVM", opset ai.onnx.ml 1) is not supported',
 };
 
 function opsOf(m: OnnxModel): string[] {

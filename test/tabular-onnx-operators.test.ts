@@ -72,15 +72,15 @@ describe('validateSupported', () => {
     const m = parse(
       new ModelBuilder({ opsets: { '': 13, 'ai.onnx.ml': 1 } })
         .input('x', 'float', ['N', 3])
-        .mlNode('SVMClassifier', ['x'], ['label', 'scores'], { kernel_type: 'LINEAR' }, 'svc')
+        .mlNode('DictVectorizer', ['x'], ['label', 'scores'], { int64_vocabulary: [1, 2, 3] }, 'svc')
         .output('label', 'int64')
         .output('scores', 'float'),
     );
     const err = refusal(m);
     expect(err).toBeInstanceOf(UnsupportedOperatorError);
-    expect(err.message).toBe('operator "ai.onnx.ml.SVMClassifier" (node "svc", opset ai.onnx.ml 1) is not supported');
+    expect(err.message).toBe('operator "ai.onnx.ml.DictVectorizer" (node "svc", opset ai.onnx.ml 1) is not supported');
     expect((err as UnsupportedOperatorError).details).toEqual({
-      operator: 'ai.onnx.ml.SVMClassifier',
+      operator: 'ai.onnx.ml.DictVectorizer',
       node: 'svc',
       domain: 'ai.onnx.ml',
       opset: 1,
@@ -591,9 +591,11 @@ describe('the table', () => {
       'LinearRegressor', 'LinearClassifier', 'TreeEnsembleRegressor', 'TreeEnsembleClassifier', 'TreeEnsemble',
       'Scaler', 'Normalizer', 'Binarizer', 'LabelEncoder', 'OneHotEncoder', 'Imputer', 'ArrayFeatureExtractor', 'ZipMap',
     ];
+    // Beyond DESIGN.md: scikit-learn's SVC / SVR family.
+    const extraMl = ['SVMClassifier', 'SVMRegressor'];
     for (const op of required) expect(findOperator('', op), op).toBeDefined();
-    for (const op of requiredMl) expect(findOperator('ai.onnx.ml', op), op).toBeDefined();
-    expect(OPERATORS).toHaveLength(required.length + requiredMl.length);
+    for (const op of [...requiredMl, ...extraMl]) expect(findOperator('ai.onnx.ml', op), op).toBeDefined();
+    expect(OPERATORS).toHaveLength(required.length + requiredMl.length + extraMl.length);
   });
 
   it('is consistent', () => {

@@ -99,7 +99,7 @@ function randomVectors(n: number, dim: number, seed: number): Float32Array {
 }
 
 function addJob(labels: number[], values: Float32Array, deletes: number[] = []): ApplyJob {
-  return { kind: 'apply', seq: 1, deletes, labels, rows: labels.map((_, i) => i), values, next: 0, deletesDone: false };
+  return { kind: 'apply', seq: 1, deletes, labels, rows: labels.map((_, i) => i), values, next: 0, deletesDone: false, queuedAt: Date.now() };
 }
 
 describe('partition', () => {

@@ -21,6 +21,7 @@ const OpRegistry& registry() {
     add_ml_linear_ops(*reg);
     add_ml_encode_ops(*reg);
     add_ml_tree_ops(*reg);
+    add_ml_svm_ops(*reg);
     return reg;
   }();
   return *r;

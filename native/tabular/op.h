@@ -143,6 +143,7 @@ void add_nn_ops(OpRegistry& r);
 void add_ml_linear_ops(OpRegistry& r);
 void add_ml_encode_ops(OpRegistry& r);
 void add_ml_tree_ops(OpRegistry& r);
+void add_ml_svm_ops(OpRegistry& r);
 
 // ---- helpers shared by the operator files ----
 

@@ -19,6 +19,14 @@ export interface CreatedApiKey extends ApiKeyRecord {
 }
 
 const KEY_PATTERN = /^psk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
+/** The prefix every platform API key starts with; a JWT never does (its header is base64url JSON). */
+const KEY_PREFIX = 'psk_';
+
+/**
+ * Whether a credential has the shape of a platform API key (`psk_...`), judged from its text
+ * alone: nothing is looked up, so the answer says nothing about whether such a key exists.
+ */
+export const looksLikeApiKey = (credential: string): boolean => credential.startsWith(KEY_PREFIX);
 const NAME_MAX = 128;
 
 interface Row {

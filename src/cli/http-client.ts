@@ -57,7 +57,23 @@ export class PlatformClient {
     this.now = options.now ?? Date.now;
   }
 
+  /** The host's base address, as requests use it. */
+  get url(): string {
+    return this.baseUrl;
+  }
+
   async request<T>(method: string, urlPath: string, options: RequestOptions = {}): Promise<T> {
+    return this.parse<T>(await this.authorized(method, urlPath, options));
+  }
+
+  /** For an answer that is not JSON (a vector export): the response, whose body the caller reads. */
+  async download(method: string, urlPath: string, options: RequestOptions = {}): Promise<Response> {
+    const response = await this.authorized(method, urlPath, options);
+    if (!response.ok) await this.parse(response); // throws the server's message
+    return response;
+  }
+
+  private async authorized(method: string, urlPath: string, options: RequestOptions): Promise<Response> {
     const auth = options.auth ?? true;
     let token = auth ? await this.token(false) : undefined;
     let response = await this.send(method, urlPath, options, token);
@@ -66,7 +82,7 @@ export class PlatformClient {
       token = await this.token(true);
       response = await this.send(method, urlPath, options, token);
     }
-    return this.parse<T>(response);
+    return response;
   }
 
   private async send(method: string, urlPath: string, options: RequestOptions, token?: string): Promise<Response> {
@@ -92,14 +108,21 @@ export class PlatformClient {
   private async parse<T>(response: Response): Promise<T> {
     const text = await response.text();
     let json: unknown;
+    let notJson = false;
     try {
       json = text.length > 0 ? JSON.parse(text) : undefined;
     } catch {
-      json = undefined;
+      notJson = true;
     }
-    if (response.ok) return json as T;
-    const message = (json as { error?: { message?: string } } | undefined)?.error?.message;
-    throw new CliError(message ? `${message} (HTTP ${response.status})` : `the platform answered HTTP ${response.status}`);
+    // Something else than the platform (a proxy's page, another server) must not be misread.
+    const elsewhere = `; is PLATFORM_URL (${this.baseUrl}) the platform's address?`;
+    if (response.ok) {
+      if (notJson) throw new CliError(`${this.baseUrl} answered HTTP ${response.status} with a body that is not JSON${elsewhere}`);
+      return json as T;
+    }
+    const message = (json as { error?: { message?: unknown } } | undefined)?.error?.message;
+    if (typeof message === 'string') throw new CliError(`${message} (HTTP ${response.status})`);
+    throw new CliError(`${this.baseUrl} answered HTTP ${response.status} without a platform error body${elsewhere}`);
   }
 
   private cacheFile(): string {

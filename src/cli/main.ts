@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `platform`: the command-line client. Exit status 0 on success, 1 when the platform refused or
-// failed, 2 on bad usage (DESIGN.md section 2).
-import { Command, CommanderError } from 'commander';
+// failed, 2 on bad usage (DESIGN.md section 2); failures are one line, never a stack trace.
+import { Command } from 'commander';
 import { registerEngineCommand } from './commands/engine.js';
 import { registerAudienceCommands } from './commands/audiences.js';
 import { registerKeyCommands } from './commands/keys.js';
@@ -10,13 +10,16 @@ import { registerMetricsCommand } from './commands/metrics.js';
 import { registerModelCommands } from './commands/models.js';
 import { registerStatusCommand } from './commands/status.js';
 import { registerVectorCommands } from './commands/vectors.js';
-import { CliError } from './errors.js';
+import { guardProcess, reportFailure } from './failure.js';
+import { packageVersion } from './version.js';
 
 export function buildProgram(): Command {
   const program = new Command('platform')
     .description('command-line client of the model-serving platform (PLATFORM_URL, PLATFORM_API_KEY)')
-    .version('0.1.0')
+    .version(packageVersion())
     .exitOverride()
+    // Commander's own usage errors read like ours: "platform: unknown option '--bogus'".
+    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'platform: ')) })
     .showHelpAfterError('(add --help for usage)');
   registerKeyCommands(program);
   const models = registerModelCommands(program);
@@ -30,24 +33,15 @@ export function buildProgram(): Command {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
   try {
-    await program.parseAsync(argv);
+    await buildProgram().parseAsync(argv);
     return 0;
   } catch (err) {
-    if (err instanceof CommanderError) {
-      // Commander has printed help or the usage error already.
-      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? 0 : 2;
-    }
-    if (err instanceof CliError) {
-      process.stderr.write(`error: ${err.message}\n`);
-      return err.exitCode;
-    }
-    process.stderr.write(`error: ${(err as Error)?.message ?? String(err)}\n`);
-    return 1;
+    return reportFailure(err);
   }
 }
 
+guardProcess();
 main(process.argv).then((code) => {
   process.exitCode = code;
 });

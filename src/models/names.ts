@@ -22,3 +22,15 @@ export function variationNameProblem(name: string): string | undefined {
   if (!/[a-z0-9]$/.test(name)) return 'must end with a lowercase letter or digit';
   return undefined;
 }
+
+/**
+ * Model ids that are path segments of the OpenAI root routes (`/v1/chat/completions`,
+ * `/v1/completions`, `/v1/embeddings`, `/v1/models`): a model so named would be shadowed by them.
+ */
+export const RESERVED_MODEL_IDS: readonly string[] = ['chat', 'completions', 'embeddings', 'models'];
+
+/** Why `id` cannot name a new model, or undefined when it can (the pattern is checked by the routes' schemas). */
+export function reservedModelIdProblem(id: string): string | undefined {
+  if (!RESERVED_MODEL_IDS.includes(id)) return undefined;
+  return `model id "${id}" is reserved for the OpenAI root routes (/v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models); choose another id`;
+}

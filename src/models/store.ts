@@ -2,7 +2,7 @@
 // (src/realtime/); library models (LLMs, src/llm/library/) live in the project `library`.
 import type { Db } from '../store/database.js';
 import { conflict, invalidArgument, notFound } from '../errors.js';
-import { LIBRARY_PROJECT } from './names.js';
+import { LIBRARY_PROJECT, reservedModelIdProblem } from './names.js';
 
 export type ModelKind = 'realtime' | 'library';
 
@@ -34,6 +34,8 @@ export class ModelStore {
     if (kind === 'realtime' && project === LIBRARY_PROJECT) {
       throw invalidArgument(`the project "${LIBRARY_PROJECT}" holds library models; choose another project`, 'project');
     }
+    const reserved = reservedModelIdProblem(id);
+    if (reserved) throw invalidArgument(reserved, 'model_id');
     if (this.find(id)) throw conflict(`model "${id}" already exists`, 'model_id');
     const createdAt = this.clock();
     this.db.prepare('INSERT INTO models (id, project, description, kind, created_at) VALUES (?, ?, ?, ?, ?)').run(id, project, description, kind, createdAt);

@@ -10,6 +10,7 @@ import { newId } from '../ids.js';
 import {
   OnnxModelError,
   deriveFeatures,
+  inputsHandlingMissingValues,
   normalize,
   parseOnnxModel,
   qualifiedOpType,
@@ -34,11 +35,21 @@ export interface BuildOptions {
   outputNames?: string[];
 }
 
+/** A build's feature schema and what the predict path needs besides it to fill the inputs. */
+export interface ServingSchema extends FeatureSchema {
+  /**
+   * The graph inputs whose missing values the model handles (an Imputer or a tree ensemble reads
+   * them: `inputsHandlingMissingValues`), so a null or "NaN" for their features is sent as NaN;
+   * elsewhere it is refused.
+   */
+  missingValueInputs: ReadonlySet<string>;
+}
+
 /** A build read back and made ready for the executor. */
 export interface PreparedBuild {
   record: BuildRecord;
   model: NormalizedModel;
-  schema: FeatureSchema;
+  schema: ServingSchema;
 }
 
 interface Row {
@@ -67,10 +78,10 @@ const toRecord = (r: Row): BuildRecord => ({
 });
 
 /** Parses, checks and derives; throws a 400 ApiError naming the problem. */
-export function prepareModel(bytes: Uint8Array, options: BuildOptions): { model: NormalizedModel; schema: FeatureSchema } {
+export function prepareModel(bytes: Uint8Array, options: BuildOptions): { model: NormalizedModel; schema: ServingSchema } {
   try {
     const model = normalize(parseOnnxModel(bytes));
-    const schema = deriveFeatures(model, options);
+    const schema = { ...deriveFeatures(model, options), missingValueInputs: inputsHandlingMissingValues(model) };
     return { model, schema };
   } catch (err) {
     if (err instanceof OnnxModelError) throw invalidArgument(err.message, 'file');

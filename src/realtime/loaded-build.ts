@@ -1,9 +1,9 @@
 // A build made ready to serve: its feature schema, the compiled native model and the batcher in
 // front of it. One LoadedBuild serves every variation that points at the same build.
-import type { FeatureSchema } from '../tabular/onnx/index.js';
 import type { TabularInput, TabularModel, TabularOutput } from '../tabular/executor/index.js';
 import { Batcher, type BatcherOptions } from './batcher.js';
 import type { InstanceType } from '../native/surface.js';
+import type { ServingSchema } from './builds.js';
 
 export class LoadedBuild {
   readonly batcher: Batcher;
@@ -11,7 +11,7 @@ export class LoadedBuild {
   constructor(
     readonly buildId: string,
     readonly instanceType: InstanceType,
-    readonly schema: FeatureSchema,
+    readonly schema: ServingSchema,
     private readonly model: TabularModel,
     options: BatcherOptions,
     onBatch?: (rows: number, requests: number) => void,

@@ -1,9 +1,12 @@
 // The split-orient feature payload {columns, index, data} turned into the build's input tensors.
 // Columns are matched to features by name in any order; every fault is a 400 that names the
-// column, the row, or both. Values may be numbers or strings ("1.5" for a numeric feature);
-// null is a missing value (NaN) for float features, which trees and imputers understand.
+// column, the row, or both. Values may be numbers or strings ("1.5" for a numeric feature).
+// A missing value, null or the string "NaN", becomes NaN for a float feature whose input the model
+// declares missing-value handling for (an Imputer or a tree ensemble reads it:
+// ServingSchema.missingValueInputs); anywhere else it is refused, because NaN would flow into the
+// answer as a silently wrong number (a label 0, null probabilities).
 import { invalidArgument } from '../errors.js';
-import type { FeatureSchema } from '../tabular/onnx/index.js';
+import type { ServingSchema } from './builds.js';
 import type { TabularInput, TabularInputData } from '../tabular/executor/index.js';
 
 export interface FeaturePayload {
@@ -18,16 +21,26 @@ function describe(value: Cell): string {
   return typeof value === 'string' ? `"${value.length > 40 ? value.slice(0, 40) + '...' : value}"` : JSON.stringify(value) ?? String(value);
 }
 
+/** How a caller sends a missing value: null, or "NaN" in any case (what pandas writes for one). */
+const isMissing = (value: Cell): boolean => value === null || (typeof value === 'string' && /^\s*nan\s*$/i.test(value));
+
 function toNumber(value: Cell, where: () => string): number {
   if (typeof value === 'number') return value;
-  if (value === null) return Number.NaN;
   if (typeof value === 'string') {
     const text = value.trim();
     const n = Number(text);
     if (text !== '' && !Number.isNaN(n)) return n;
-    if (/^nan$/i.test(text)) return Number.NaN;
   }
   throw invalidArgument(`${where()} is ${describe(value)}, not a number`, 'data');
+}
+
+/** The 400 for a missing value where the model gives it no meaning, saying why and what to send. */
+function missingRefused(value: Cell, where: string, feature: { name: string; elemType: string }): never {
+  const why =
+    feature.elemType === 'float' || feature.elemType === 'double'
+      ? `the model declares no missing-value handling for "${feature.name}" (no Imputer or tree ensemble reads it), so send a number`
+      : `feature "${feature.name}" has type ${feature.elemType}, which has no missing value; send a ${feature.elemType === 'string' ? 'string' : 'number'}`;
+  throw invalidArgument(`${where} is ${describe(value)}; ${why}`, 'data');
 }
 
 function toInt64(value: Cell, where: () => string): bigint {
@@ -45,7 +58,7 @@ function toText(value: Cell, where: () => string): string {
   throw invalidArgument(`${where()} is ${describe(value)}, not a string`, 'data');
 }
 
-export function payloadToInputs(schema: FeatureSchema, payload: FeaturePayload): { inputs: TabularInput[]; rows: number } {
+export function payloadToInputs(schema: ServingSchema, payload: FeaturePayload): { inputs: TabularInput[]; rows: number } {
   const { columns, data, index } = payload;
   const rows = data.length;
   if (rows === 0) throw invalidArgument('data has no rows', 'data');
@@ -99,15 +112,19 @@ export function payloadToInputs(schema: FeatureSchema, payload: FeaturePayload):
       default:
         throw invalidArgument(`input "${input.name}" has element type ${input.elemType}, which predict cannot fill`, 'columns');
     }
+    const nanForMissing = schema.missingValueInputs.has(input.name) && (data instanceof Float32Array || data instanceof Float64Array);
     for (let c = 0; c < width; c++) {
       const featureIndex = input.firstFeature + c;
       const feature = schema.features[featureIndex]!;
       const col = positionOf[featureIndex]!;
       for (let r = 0; r < rows; r++) {
         const value = payload.data[r]![col] as Cell;
-        const where = () => `data[${r}][${col}] (column "${feature.name}")`;
+        const where = () => `data[${r}][${col}] ("${feature.name}")`;
         const at = r * width + c;
-        if (data instanceof Float32Array || data instanceof Float64Array) data[at] = toNumber(value, where);
+        // A string feature keeps "NaN" as the text it is; only null is missing there.
+        const missing = value === null || (input.elemType !== 'string' && isMissing(value));
+        if (missing && !nanForMissing) missingRefused(value, where(), feature);
+        if (data instanceof Float32Array || data instanceof Float64Array) data[at] = missing ? Number.NaN : toNumber(value, where);
         else if (data instanceof BigInt64Array) data[at] = toInt64(value, where);
         else if (data instanceof Int32Array) {
           const n = input.elemType === 'bool' && typeof value === 'boolean' ? Number(value) : toNumber(value, where);

@@ -31,6 +31,8 @@ export interface LogQuery {
 
 export interface VariationWindow {
   variation: string;
+  /** Shadow copies are counted apart from the variation's routed requests. */
+  shadow: boolean;
   requests: number;
   errors: number;
   latenciesMs: number[];
@@ -125,16 +127,17 @@ export class RequestLog {
     }));
   }
 
-  /** Primary (non-shadow) requests per variation since `since` (unix ms). */
+  /** Requests per variation since `since` (unix ms): routed ones first, then shadow copies. */
   window(modelId: string, since: number): VariationWindow[] {
     this.flush();
     const rows = this.db
-      .prepare('SELECT variation, status, latency_ms FROM request_log WHERE model_id = ? AND ts >= ? AND shadow = 0')
-      .all(modelId, since) as Array<{ variation: string; status: number; latency_ms: number }>;
+      .prepare('SELECT variation, shadow, status, latency_ms FROM request_log WHERE model_id = ? AND ts >= ? ORDER BY shadow, id')
+      .all(modelId, since) as Array<{ variation: string; shadow: number; status: number; latency_ms: number }>;
     const byVariation = new Map<string, VariationWindow>();
     for (const r of rows) {
-      let w = byVariation.get(r.variation);
-      if (!w) byVariation.set(r.variation, (w = { variation: r.variation, requests: 0, errors: 0, latenciesMs: [] }));
+      const key = `${r.shadow}\0${r.variation}`;
+      let w = byVariation.get(key);
+      if (!w) byVariation.set(key, (w = { variation: r.variation, shadow: r.shadow === 1, requests: 0, errors: 0, latenciesMs: [] }));
       w.requests++;
       if (r.status >= 400) w.errors++;
       w.latenciesMs.push(r.latency_ms);

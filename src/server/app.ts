@@ -13,6 +13,7 @@ import { TokenIssuer } from '../auth/tokens.js';
 import { bearerAuth } from './authenticate.js';
 import { installErrorHandling } from './error-handler.js';
 import { createMetricsRegistry, instrumentRequests, metricsRoute } from './metrics.js';
+import { documentTokenRequired, registerOpenApi } from './openapi.js';
 import { engineRoutes } from './routes/engine.js';
 import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
@@ -26,6 +27,7 @@ import { cudaUnavailableReason } from '../native/cuda-availability.js';
 import { LibraryService } from '../llm/library/service.js';
 import { LlmMetrics } from '../llm/metrics.js';
 import { chatRoutes } from './routes/chat.js';
+import { openAiRootRoutes } from './routes/openai-root.js';
 import { libraryRoutes } from './routes/library.js';
 import { realtimeRoutes } from './routes/realtime.js';
 
@@ -100,13 +102,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const realtime = await createRealtime({ db, config, clock, metrics, log: server.log, cudaUnavailable: () => cudaUnavailableReason() });
   server.addHook('onClose', () => realtime.close());
-  const vectors = new VectorService(db, config.vectors, config.dataDir, server.log);
+  const vectors = new VectorService(db, config.vectors, config.dataDir, server.log, metrics);
   server.addHook('onClose', () => vectors.close());
   const library = new LibraryService(db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => cudaUnavailableReason(), engine: config.llm }, server.log, clock);
   const llmMetrics = new LlmMetrics(metrics, () => library.liveInstances().map(({ modelId, instance }) => ({ modelId, stats: instance.model.stats() })), clock);
   library.restore();
   server.addHook('onClose', () => library.close());
 
+  // First: the document learns each route as it is registered.
+  await registerOpenApi(server);
   await server.register(healthRoutes, { isReady: () => ready });
   await server.register(tokenRoutes, { keys, tokens, limiter });
   if (config.metricsPublic) await server.register(metricsRoute, { registry: metrics });
@@ -114,12 +118,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Everything registered in here requires a bearer token.
   await server.register(async (api) => {
     api.addHook('onRequest', bearerAuth(tokens, keys));
+    documentTokenRequired(api);
     if (!config.metricsPublic) await api.register(metricsRoute, { registry: metrics });
     await api.register(keysRoutes, { keys });
     await api.register(engineRoutes, { engineInfo: deps.engineInfo });
     await api.register(realtimeRoutes, { realtime, maxBuildBytes: config.maxBuildBytes, libraryMetrics: (id) => llmMetrics.summary(id) });
     await api.register(libraryRoutes, { library });
     await api.register(chatRoutes, { library, metrics: llmMetrics });
+    await api.register(openAiRootRoutes, { library, metrics: llmMetrics, models: realtime.models });
     await api.register(vectorRoutes, { vectors, maxBodyBytes: config.vectors.maxBodyBytes });
   });
 

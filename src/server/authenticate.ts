@@ -3,7 +3,7 @@
 // whose API key has not been revoked since the token was issued.
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { ApiError } from '../errors.js';
-import type { ApiKeyStore } from '../auth/api-keys.js';
+import { looksLikeApiKey, type ApiKeyStore } from '../auth/api-keys.js';
 import { TokenVerificationError, type TokenIssuer } from '../auth/tokens.js';
 
 declare module 'fastify' {
@@ -23,6 +23,16 @@ export function bearerAuth(tokens: TokenIssuer, keys: ApiKeyStore): onRequestHoo
     const header = request.headers.authorization;
     if (header === undefined || header.trim() === '') {
       throw unauthenticated('missing Authorization header; send "Authorization: Bearer <token>"', false);
+    }
+    // A platform API key where the token belongs is a common first mistake: say what to do with
+    // it. Judged by its prefix only, so the answer does not tell whether the key exists.
+    const credential = /^Bearer +(\S+) *$/i.exec(header)?.[1];
+    if (credential !== undefined && looksLikeApiKey(credential)) {
+      throw unauthenticated(
+        'this is a platform API key, not an access token; exchange it for a token at POST /api/v1/authentication/platform-api-key ' +
+          '(body {"platformApiKey": "<key>"}) and send "Authorization: Bearer <accessToken>"',
+        true,
+      );
     }
     const match = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header);
     if (!match) throw unauthenticated('malformed Authorization header; expected "Bearer <token>"', true);

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// `npm start`: reads the configuration, loads the native engine and the database, serves, and
-// on SIGTERM or SIGINT drains in-flight requests, closes the database and exits 0.
+// `npm start`: reads the configuration, loads the native engine and the database, serves, prints
+// one human line on stderr (start-line.ts) once the models are restored, and on SIGTERM or
+// SIGINT drains in-flight requests, closes the database and exits 0.
 import { loadConfig, ConfigError } from '../config.js';
 import { loadAddon, AddonLoadError } from '../native/addon.js';
 import { openDatabase, type Db } from '../store/database.js';
 import { buildApp } from './app.js';
+import { ensureModelsDir, restoredModels, startLine } from './start-line.js';
 
 function fail(message: string, code: number): never {
   process.stderr.write(`platform: ${message}\n`);
@@ -35,6 +37,7 @@ async function main(): Promise<void> {
     fail(`cannot open the database in DATA_DIR (${config.dataDir}): ${(err as Error).message}`, 1);
   }
 
+  const modelsDirState = ensureModelsDir(config.modelsDir);
   const app = await buildApp({
     config,
     db,
@@ -64,12 +67,17 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 
+  let url: string;
   try {
-    await server.listen({ host: config.host, port: config.port });
+    url = await server.listen({ host: config.host, port: config.port });
   } catch (err) {
     db.close();
     fail(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, 1);
   }
+  // Library models load in the background while the host already serves; the line waits for
+  // them so that it says how each one ended.
+  await app.library.whenRestored();
+  if (!stopping) process.stderr.write(startLine(url, config.dataDir, config.modelsDir, modelsDirState, restoredModels(app)) + '\n');
 }
 
 main().catch((err: unknown) => {

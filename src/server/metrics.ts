@@ -3,6 +3,7 @@
 // Later areas register their own metrics on `registry`.
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { responses } from './schemas.js';
 
 export function createMetricsRegistry(): Registry {
   const registry = new Registry();
@@ -26,7 +27,12 @@ export function instrumentRequests(app: FastifyInstance, registry: Registry): vo
 }
 
 export const metricsRoute: FastifyPluginAsync<{ registry: Registry }> = async (app, { registry }) => {
-  app.get('/metrics', { schema: { response: { 200: { type: 'string' } } } }, async (_request, reply) => {
+  const schema = {
+    summary: 'Prometheus metrics of the host and its models (public with METRICS_PUBLIC=1)',
+    // The text exposition format; a string payload is sent as it is, never through a serializer.
+    response: responses({ 200: { description: 'The Prometheus text format', content: { [registry.contentType]: { schema: { type: 'string' } } } } }),
+  };
+  app.get('/metrics', { schema }, async (_request, reply) => {
     reply.type(registry.contentType);
     return registry.metrics();
   });

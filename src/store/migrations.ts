@@ -134,4 +134,14 @@ export const migrations: readonly Migration[] = [
       UPDATE deployments SET instance_type = 'cpu' WHERE action = 'deploy';
     `,
   },
+  {
+    version: 7,
+    name: 'library_failure_kind',
+    sql: `
+      -- What kind of failure a FAILED library deployment had, for the host to act on: a
+      -- 'missing_file' one is tried again at start-up, in case the file is back. NULL unless FAILED.
+      ALTER TABLE library_deployments ADD COLUMN failure_kind TEXT CHECK (failure_kind IN ('missing_file', 'load_error', 'interrupted'));
+      UPDATE library_deployments SET failure_kind = 'load_error' WHERE status = 'FAILED';
+    `,
+  },
 ];

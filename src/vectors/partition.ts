@@ -8,7 +8,7 @@
 // Tombstones left by deletes are counted and removed by a compaction, which rebuilds the graph
 // from the live points in slices while the old graph keeps serving.
 import hnswlib from 'hnswlib-node';
-import { compileFilter } from './filter.js';
+import { compileFilter, type Predicate } from './filter.js';
 import { exactDistance, fromSpace, normalized, SPACE } from './distance.js';
 import type { Filter, HnswParams, Metric, Properties } from './types.js';
 
@@ -30,6 +30,8 @@ export interface ApplyJob {
   /** Next point to add. */
   next: number;
   deletesDone: boolean;
+  /** When the write was committed (Date.now()), for the checkpoint age. */
+  queuedAt: number;
 }
 
 /** A read that must see every change queued before it. */
@@ -73,6 +75,8 @@ export class Partition {
   appliedSeq = 0;
   /** Graph changes since the last checkpoint. */
   dirty = 0;
+  /** Since when (Date.now()) a committed change has been missing from the checkpoint; undefined while none is. */
+  unsavedSince: number | undefined;
   readonly backlog: Job[] = [];
   /** Floats waiting in the backlog, for back-pressure. */
   backlogFloats = 0;
@@ -129,6 +133,13 @@ export class Partition {
       this.livePos.set(last, pos);
     }
     this.livePos.delete(label);
+  }
+
+  /** The live labels whose properties match (count, delete by filter). */
+  labelsWhere(match: Predicate): number[] {
+    const out: number[] = [];
+    for (const label of this.live) if (match(this.props.get(label)!)) out.push(label);
+    return out;
   }
 
   /** Up to `count` distinct live labels, uniformly at random. */

@@ -76,7 +76,10 @@ function recoverPartition(r: Recovery, record: CollectionRecord, tenant: string)
       });
     }
   }
-  if (partition.dirty > 0) r.checkpoint(partition);
+  if (partition.dirty > 0) {
+    partition.unsavedSince = Date.now();
+    r.checkpoint(partition);
+  }
   return partition;
 }
 

@@ -4,7 +4,7 @@
 // position: `vector[3].values has 127 numbers; the collection "docs" has dimension 128`.
 import { invalidArgument } from '../errors.js';
 import { FLOAT32_MAX } from './distance.js';
-import { MAX_ID_LENGTH, MAX_TENANT_LENGTH, type CollectionRecord, type Properties, type UpsertBatch } from './types.js';
+import { COLLECTION_NAME_PATTERN, MAX_DIMENSION, MAX_ID_LENGTH, MAX_TENANT_LENGTH, METRICS, type CollectionRecord, type Properties, type UpsertBatch } from './types.js';
 
 /** What a request check needs to know about a collection. */
 export type CollectionInfo = Pick<CollectionRecord, 'id' | 'name' | 'dimension' | 'multiTenant'>;
@@ -16,6 +16,30 @@ export interface UpsertBody {
 }
 
 const tenantSchema = { type: 'string', minLength: 1, maxLength: MAX_TENANT_LENGTH } as const;
+
+/**
+ * A collection's definition: the body that creates one, and the header of an export
+ * (snapshot-format.ts), which requires every field.
+ */
+export const collectionDefinitionSchema = {
+  type: 'object',
+  required: ['name', 'dimension'],
+  properties: {
+    name: { type: 'string', pattern: COLLECTION_NAME_PATTERN },
+    dimension: { type: 'integer', minimum: 1, maximum: MAX_DIMENSION },
+    metric: { type: 'string', enum: METRICS },
+    description: { type: 'string', maxLength: 4096 },
+    multi_tenant: { type: 'boolean' },
+    hnsw: {
+      type: 'object',
+      properties: {
+        m: { type: 'integer', minimum: 2, maximum: 100 },
+        ef_construction: { type: 'integer', minimum: 1, maximum: 10_000 },
+        ef: { type: 'integer', minimum: 1, maximum: 10_000 },
+      },
+    },
+  },
+} as const;
 
 /**
  * The upsert body. `values` is only checked to be an array here: packNumbers checks each number

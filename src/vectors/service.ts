@@ -2,17 +2,23 @@
 // (dimension, tenants, ids, numbers) before any work starts, so that a refusal names the field at
 // fault and writes nothing: upsert bodies in the ingest worker (they are large), the others here.
 // The index worker then does the work. Fetch and the collection listings read SQLite directly:
-// they are point reads that need no graph.
+// they are point reads that need no graph; an export reads it through a connection of its own
+// (snapshot-export.ts). Beyond SPEC.md: count, scroll, delete by filter, export and import.
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Registry } from 'prom-client';
 import type { VectorConfig } from '../config.js';
-import { conflict, notFound } from '../errors.js';
+import { conflict, invalidArgument, notFound } from '../errors.js';
 import type { Db } from '../store/database.js';
 import { float32ArrayToNumbers } from './distance.js';
 import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
 import { parseFilter } from './filter.js';
+import { VectorMetrics } from './metrics.js';
 import { checkDimension, checkId, itemTenant, packNumbers, tenantOf } from './requests.js';
-import type { CollectionRecord, IndexStats, IngestOps, Metric, Properties, VectorKey, WorkerOps } from './types.js';
+import { decodeCursor, encodeCursor } from './scroll-cursor.js';
+import { openCollectionExport } from './snapshot-export.js';
+import type { CollectionGauges, CollectionRecord, IndexStats, IngestOps, Metric, Properties, SampledVector, VectorKey, WorkerOps } from './types.js';
 import { WorkerClient } from './worker-client.js';
 
 // ---- request bodies (after schema validation: types are right, the rest is checked here) ----
@@ -38,10 +44,28 @@ export interface SearchBody {
   filter?: unknown;
 }
 
+/** SPEC.md's delete names ids; ours may give a filter instead (one or the other). */
 export interface DeleteBody {
   collection_name: string;
   tenant_id?: string;
-  vector_identifiers: Array<{ vector_id: string; tenant_id?: string }>;
+  vector_identifiers?: Array<{ vector_id: string; tenant_id?: string }>;
+  filter?: unknown;
+}
+
+export interface CountBody {
+  collection_name: string;
+  tenant_id?: string;
+  filter?: unknown;
+}
+
+export interface ScrollBody {
+  collection_name: string;
+  tenant_id?: string;
+  filter?: unknown;
+  limit: number;
+  cursor?: string;
+  include_vector: boolean;
+  properties?: string[];
 }
 
 export interface SampleBody {
@@ -78,6 +102,11 @@ export interface SearchResultJson {
   properties?: Properties;
 }
 
+const vectorJson = (v: SampledVector): VectorJson => ({ id: v.id, ...(v.values ? { values: float32ArrayToNumbers(v.values) } : {}), properties: v.properties });
+
+/** How long a /metrics scrape waits for the index worker's figures before leaving them out. */
+const GAUGES_TIMEOUT_MS = 2000;
+
 const collectionJson = (c: CollectionRecord, stats?: IndexStats): CollectionJson => ({
   name: c.name,
   dimension: c.dimension,
@@ -95,13 +124,18 @@ export class VectorService {
   private readonly ingest: WorkerClient<IngestOps>;
   private readonly byName = new Map<string, CollectionRecord>();
   private readonly stmt;
+  private readonly metrics: VectorMetrics | undefined;
+  private readonly dbPath: string;
 
   constructor(
     db: Db,
     private readonly config: VectorConfig,
     dataDir: string,
     log: FastifyBaseLogger,
+    /** The host's Prometheus registry, for the vector_store_* series (metrics.ts). */
+    registry?: Registry,
   ) {
+    this.dbPath = db.name;
     this.worker = new WorkerClient<WorkerOps>(
       'index-worker',
       {
@@ -120,7 +154,14 @@ export class VectorService {
       all: db.prepare('SELECT * FROM vector_collections ORDER BY name'),
       byName: db.prepare('SELECT * FROM vector_collections WHERE name = ?'),
       fetch: db.prepare('SELECT vec, properties FROM vectors WHERE collection_id = ? AND tenant = ? AND id = ?'),
+      counts: db.prepare('SELECT id, name, vector_count AS vectorCount FROM vector_collections ORDER BY name'),
     };
+    if (registry) {
+      this.metrics = new VectorMetrics(registry, {
+        collections: () => this.stmt.counts.all() as Array<{ id: number; name: string; vectorCount: number }>,
+        gauges: () => this.workerGauges(),
+      });
+    }
     for (const row of this.stmt.all.all() as CollectionRow[]) {
       const c = collectionFromRow(row);
       this.byName.set(c.name, c);
@@ -133,6 +174,20 @@ export class VectorService {
     // With collections on disk, start loading their indexes now rather than on the first request;
     // without any, the workers start when the vector store is first used.
     if (this.byName.size > 0) this.worker.start();
+  }
+
+  /** The index worker's figures for /metrics; none while it is not running or does not answer in time. */
+  private async workerGauges(): Promise<CollectionGauges[] | undefined> {
+    if (!this.worker.running) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), GAUGES_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([this.worker.call('gauges', {}).catch(() => undefined), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private collectionInfos() {
@@ -197,6 +252,7 @@ export class VectorService {
     } finally {
       await this.syncIngest();
     }
+    this.metrics?.forget(name);
     return { name, deleted: true };
   }
 
@@ -207,12 +263,21 @@ export class VectorService {
     // The bytes are copied once into a buffer of their own, so that it can move to the worker.
     const copy = new Uint8Array(bytes.byteLength);
     copy.set(bytes);
+    const started = performance.now();
     const batch = await this.ingest.call('parseUpsert', { bytes: copy }, [copy.buffer]);
     const res = await this.worker.call('upsert', batch, [batch.values.buffer as ArrayBuffer]);
+    const name = this.nameOf(batch.collectionId);
+    if (name !== undefined) this.metrics?.upsert(name, res.numAffected, (performance.now() - started) / 1000);
     return { num_affected: res.numAffected };
   }
 
+  private nameOf(collectionId: number): string | undefined {
+    for (const c of this.byName.values()) if (c.id === collectionId) return c.name;
+    return undefined;
+  }
+
   async search(body: SearchBody): Promise<{ search_results: SearchResultJson[] }> {
+    const started = performance.now();
     const c = this.collection(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     checkDimension(c, body.reference_vector.element, 'reference_vector.element');
@@ -224,6 +289,7 @@ export class VectorService {
       { collectionId: c.id, tenant, query, k: body.max_results, filter, includeVector: body.include_vector, properties: body.properties },
       [query.buffer as ArrayBuffer],
     );
+    this.metrics?.search(c.name, (performance.now() - started) / 1000);
     return {
       search_results: res.hits.map((h) => {
         const r: SearchResultJson = {};
@@ -237,14 +303,74 @@ export class VectorService {
   }
 
   async delete(body: DeleteBody): Promise<{ num_vectors_deleted: number }> {
+    // What the schema cannot say: exactly one of the two (checked first, as the schema would be).
+    if (body.filter !== undefined && body.vector_identifiers !== undefined) throw invalidArgument('give vector_identifiers or filter, not both', 'filter');
+    if (body.filter === undefined && body.vector_identifiers === undefined) {
+      throw invalidArgument('body is missing the required field "vector_identifiers" (or a "filter" instead)', 'vector_identifiers');
+    }
     const c = this.collection(body.collection_name);
-    const keys: VectorKey[] = body.vector_identifiers.map((v, i) => {
+    if (body.filter !== undefined) {
+      const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
+      const res = await this.worker.call('deleteWhere', { collectionId: c.id, tenant, filter: parseFilter(body.filter) });
+      return { num_vectors_deleted: res.numDeleted };
+    }
+    const keys: VectorKey[] = body.vector_identifiers!.map((v, i) => {
       const at = `vector_identifiers[${i}]`;
       checkId(v.vector_id, `${at}.vector_id`);
       return { tenant: itemTenant(c, v.tenant_id, body.tenant_id, at), id: v.vector_id };
     });
     const res = await this.worker.call('delete', { collectionId: c.id, keys });
     return { num_vectors_deleted: res.numDeleted };
+  }
+
+  // ---- beyond SPEC.md: count, scroll, export, import ----
+
+  async count(body: CountBody): Promise<{ count: number }> {
+    const c = this.collection(body.collection_name);
+    const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
+    const filter = body.filter === undefined ? undefined : parseFilter(body.filter);
+    return this.worker.call('count', { collectionId: c.id, tenant, filter });
+  }
+
+  /** One page of a tenant's vectors in id order; next_cursor is null after the last one. */
+  async scroll(body: ScrollBody): Promise<{ vectors: VectorJson[]; next_cursor: string | null }> {
+    const c = this.collection(body.collection_name);
+    const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
+    const filter = body.filter === undefined ? undefined : parseFilter(body.filter);
+    const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor);
+    const res = await this.worker.call('scroll', {
+      collectionId: c.id,
+      tenant,
+      filter,
+      after,
+      limit: body.limit,
+      includeVector: body.include_vector,
+      properties: body.properties,
+    });
+    const last = res.vectors.at(-1);
+    return { vectors: res.vectors.map(vectorJson), next_cursor: res.more && last ? encodeCursor(last.id) : null };
+  }
+
+  /** A consistent snapshot of the collection as an export file (snapshot-format.ts), streamed. */
+  exportCollection(name: string): { filename: string; vectorCount: number; stream: Readable } {
+    this.collection(name, 'name');
+    const exported = openCollectionExport(this.dbPath, name);
+    if (!exported) throw notFound(`no vector collection named "${name}"`, 'name');
+    return { filename: `${name}.ndjson`, vectorCount: exported.vectorCount, stream: exported.stream };
+  }
+
+  /** Creates a collection from an export, as `name` or under the name it was exported with. */
+  async importCollection(bytes: Buffer, name: string | undefined): Promise<CollectionJson> {
+    const exists = (n: string) => conflict(`a vector collection named "${n}" already exists; import under another --name or delete it first`, 'name');
+    if (name !== undefined && this.byName.has(name)) throw exists(name);
+    const copy = new Uint8Array(bytes.byteLength);
+    copy.set(bytes);
+    const batch = await this.ingest.call('parseImport', { bytes: copy, name }, [copy.buffer]);
+    if (this.byName.has(batch.collection.name)) throw exists(batch.collection.name);
+    const record = await this.worker.call('importCollection', batch, [batch.values.buffer as ArrayBuffer]);
+    this.byName.set(record.name, record);
+    await this.syncIngest();
+    return collectionJson(record);
   }
 
   fetch(collectionName: string, id: string, tenantId: string | undefined): { vector: VectorJson } {
@@ -263,9 +389,7 @@ export class VectorService {
     const c = this.collection(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     const res = await this.worker.call('sample', { collectionId: c.id, tenant, count: body.num_samples, includeVector: body.include_vector });
-    return {
-      vectors: res.map((v) => ({ id: v.id, ...(v.values ? { values: float32ArrayToNumbers(v.values) } : {}), properties: v.properties })),
-    };
+    return { vectors: res.map(vectorJson) };
   }
 
   /** Resolves once every acknowledged write is in the graphs (tests and benchmarks). */

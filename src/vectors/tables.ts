@@ -34,6 +34,8 @@ export function prepareStatements(db: Database.Database) {
     deleteVector: db.prepare('DELETE FROM vectors WHERE collection_id = ? AND tenant = ? AND id = ?'),
     /** After a write: the collection's last sequence number, and its vector count moved by the change. */
     updateSeqAndCount: db.prepare('UPDATE vector_collections SET last_seq = ?, vector_count = vector_count + ? WHERE id = ?'),
+    /** A page of a partition's ids in order, after the given one (scroll). */
+    idsAfter: db.prepare('SELECT id FROM vectors WHERE collection_id = ? AND tenant = ? AND id > ? ORDER BY id LIMIT ?').pluck(),
     vec: db.prepare('SELECT vec FROM vectors WHERE collection_id = ? AND tenant = ? AND id = ?').pluck(),
     dropVectors: db.prepare('DELETE FROM vectors WHERE collection_id = ?'),
     dropCollection: db.prepare('DELETE FROM vector_collections WHERE id = ?'),

@@ -11,6 +11,8 @@ export const MAX_TENANT_LENGTH = 256;
 export const MAX_DIMENSION = 65536;
 export const MAX_RESULTS = 1000;
 export const MAX_SAMPLES = 1000;
+/** Most vectors in one page of a scroll. */
+export const MAX_SCROLL_LIMIT = 1000;
 
 /** A JSON object of properties as the client sent it. */
 export type Properties = Record<string, unknown>;
@@ -115,6 +117,44 @@ export interface SampledVector {
   properties: Properties;
 }
 
+export interface CountRequest {
+  collectionId: number;
+  tenant: string;
+  filter: Filter | undefined;
+}
+
+export interface ScrollRequest {
+  collectionId: number;
+  tenant: string;
+  filter: Filter | undefined;
+  /** Vectors with ids after this one (in SQLite's order: the bytes of the UTF-8); undefined from the start. */
+  after: string | undefined;
+  limit: number;
+  includeVector: boolean;
+  /** Property names to return; undefined returns them all. */
+  properties: string[] | undefined;
+}
+
+export interface ScrollResult {
+  vectors: SampledVector[];
+  /** More matching vectors follow the last one returned. */
+  more: boolean;
+}
+
+/** A parsed and checked collection export (snapshot.ts), ready to be written in one transaction. */
+export interface ImportBatch extends Omit<UpsertBatch, 'collectionId'> {
+  collection: NewCollection;
+}
+
+/** What /metrics reads from the index worker, per collection. */
+export interface CollectionGauges {
+  collectionId: number;
+  /** Vector changes committed but not yet in the graphs. */
+  pending: number;
+  /** Seconds since the collection's graphs were last all checkpointed; 0 while they are. */
+  checkpointAgeSeconds: number;
+}
+
 export interface VectorKey {
   tenant: string;
   id: string;
@@ -143,6 +183,13 @@ export type WorkerOps = {
   dropCollection: [{ collectionId: number }, { removed: boolean }];
   upsert: [UpsertBatch, { numAffected: number }];
   delete: [{ collectionId: number; keys: VectorKey[] }, { numDeleted: number }];
+  /** Deletes a tenant's vectors whose properties match the filter. */
+  deleteWhere: [{ collectionId: number; tenant: string; filter: Filter }, { numDeleted: number }];
+  count: [CountRequest, { count: number }];
+  scroll: [ScrollRequest, ScrollResult];
+  /** Creates a collection with all its vectors in one transaction (an import). */
+  importCollection: [ImportBatch, CollectionRecord];
+  gauges: [Record<string, never>, CollectionGauges[]];
   search: [SearchRequest, SearchResult];
   sample: [SampleRequest, SampledVector[]];
   stats: [{ collectionId: number }, IndexStats];
@@ -158,6 +205,8 @@ export type IngestOps = {
   setCollections: [{ collections: Array<Pick<CollectionRecord, 'id' | 'name' | 'dimension' | 'multiTenant'>> }, null];
   /** Parses and checks an upsert body (UTF-8 JSON) and packs it for the index worker. */
   parseUpsert: [{ bytes: Uint8Array }, UpsertBatch];
+  /** Parses and checks a collection export (snapshot.ts), under `name` when given. */
+  parseImport: [{ bytes: Uint8Array; name: string | undefined }, ImportBatch];
 };
 
 /** An error the worker reports for the main thread to render (code as in src/errors.ts). */

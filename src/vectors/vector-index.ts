@@ -6,6 +6,9 @@
 // milliseconds between incoming messages. A read waits behind the changes queued for its own
 // partition before it, so a client always sees its acknowledged writes; other partitions are not
 // held up. If the queue grows past maxBacklogFloats, upserts are answered only once it shrinks.
+// A delete by filter is a delete of the ids that match; an import is a collection and all its
+// rows in one transaction. Count and scroll read the committed state (SQLite and the properties
+// held in memory), so they need not wait for the graph.
 //
 // Checkpoints: a partition's graph is written (checkpoint.ts) after checkpointChanges changes or
 // checkpointIdleMs without writes, on close, and after a load that had to replay or rebuild.
@@ -13,19 +16,26 @@
 import fs from 'node:fs';
 import type Database from 'better-sqlite3';
 import { collectionDir, partitionIdentity, removeCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { compileFilter } from './filter.js';
 import { Partition, type ApplyJob, type ReadJob } from './partition.js';
 import { recoverCollections, type CollectionState } from './recovery.js';
 import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
 import { openWorkerDatabase, prepareStatements, type VectorStatements } from './tables.js';
 import {
   VectorStoreError,
+  type CollectionGauges,
   type CollectionRecord,
+  type CountRequest,
+  type Filter,
+  type ImportBatch,
   type IndexStats,
   type LogFn,
   type NewCollection,
   type Properties,
   type SampledVector,
   type SampleRequest,
+  type ScrollRequest,
+  type ScrollResult,
   type SearchRequest,
   type SearchResult,
   type UpsertBatch,
@@ -66,9 +76,17 @@ export class VectorIndex {
   // ---- collections ----
 
   createCollection(spec: NewCollection): CollectionRecord {
-    let row: CollectionRow;
+    const record = this.insertCollection(spec);
+    // A directory left by an earlier collection with this id cannot exist (ids are never reused),
+    // but a stray one from a crash during a delete is removed here all the same.
+    fs.rmSync(collectionDir(this.settings.indexDir, record.id), { recursive: true, force: true });
+    this.collections.set(record.id, { record, partitions: new Map(), lastSeq: 0 });
+    return record;
+  }
+
+  private insertCollection(spec: NewCollection): CollectionRecord {
     try {
-      row = this.sql.insertCollection.get(
+      const row = this.sql.insertCollection.get(
         spec.name,
         spec.dimension,
         spec.metric,
@@ -79,18 +97,13 @@ export class VectorIndex {
         spec.hnsw.ef,
         Date.now(),
       ) as CollectionRow;
+      return collectionFromRow(row);
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
         throw new VectorStoreError('conflict', `a vector collection named "${spec.name}" already exists`, 'name');
       }
       throw err;
     }
-    const record = collectionFromRow(row);
-    // A directory left by an earlier collection with this id cannot exist (ids are never reused),
-    // but a stray one from a crash during a delete is removed here all the same.
-    fs.rmSync(collectionDir(this.settings.indexDir, record.id), { recursive: true, force: true });
-    this.collections.set(record.id, { record, partitions: new Map(), lastSeq: 0 });
-    return record;
   }
 
   dropCollection(collectionId: number): { removed: boolean } {
@@ -134,6 +147,29 @@ export class VectorIndex {
 
   upsert(batch: UpsertBatch): Promise<{ numAffected: number }> | { numAffected: number } {
     const c = this.collection(batch.collectionId);
+    const written = this.db.transaction(() => this.writeRows(c, batch))();
+    this.afterWrite(c, batch, written);
+    return this.whenBacklogAllows({ numAffected: batch.ids.length });
+  }
+
+  /**
+   * A whole collection in one transaction (an import): it exists with all its vectors, or, if
+   * anything fails, not at all.
+   */
+  importCollection(batch: ImportBatch): CollectionRecord | Promise<CollectionRecord> {
+    let state!: CollectionState;
+    const written = this.db.transaction(() => {
+      state = { record: this.insertCollection(batch.collection), partitions: new Map(), lastSeq: 0 };
+      return this.writeRows(state, batch);
+    })();
+    fs.rmSync(collectionDir(this.settings.indexDir, state.record.id), { recursive: true, force: true });
+    this.collections.set(state.record.id, state);
+    this.afterWrite(state, batch, written);
+    return this.whenBacklogAllows({ ...state.record });
+  }
+
+  /** The SQL of a write (inside the caller's transaction): a label for each row, the count of new ids. */
+  private writeRows(c: CollectionState, batch: Omit<UpsertBatch, 'collectionId'>) {
     const dim = c.record.dimension;
     const n = batch.ids.length;
     if (batch.values.length !== n * dim) throw new VectorStoreError('invalid_argument', 'values do not match the batch', 'vector');
@@ -142,31 +178,26 @@ export class VectorIndex {
     let seq = c.lastSeq;
     let added = 0;
     const bytes = Buffer.from(batch.values.buffer, batch.values.byteOffset, batch.values.byteLength);
-    this.db.transaction(() => {
-      for (let i = 0; i < n; i++) {
-        const p = this.partitionFor(c, batch.tenants[i]!);
-        const id = batch.ids[i]!;
-        parts[i] = p;
-        labels[i] = p.nextLabel++;
-        if (!p.idToLabel.has(id)) added++;
-        this.sql.upsert.run(
-          c.record.id,
-          p.tenant,
-          id,
-          labels[i],
-          ++seq,
-          bytes.subarray(i * dim * 4, (i + 1) * dim * 4),
-          JSON.stringify(batch.properties[i] ?? {}),
-        );
-      }
-      this.sql.updateSeqAndCount.run(seq, added, c.record.id);
-    })();
-    // Committed: the in-memory state follows, then the graph work is queued.
+    for (let i = 0; i < n; i++) {
+      const p = this.partitionFor(c, batch.tenants[i]!);
+      const id = batch.ids[i]!;
+      parts[i] = p;
+      labels[i] = p.nextLabel++;
+      if (!p.idToLabel.has(id)) added++;
+      this.sql.upsert.run(c.record.id, p.tenant, id, labels[i], ++seq, bytes.subarray(i * dim * 4, (i + 1) * dim * 4), JSON.stringify(batch.properties[i] ?? {}));
+    }
+    this.sql.updateSeqAndCount.run(seq, added, c.record.id);
+    return { labels, parts, added, seq };
+  }
+
+  /** Once a write is committed: the in-memory state follows, then the graph work is queued. */
+  private afterWrite(c: CollectionState, batch: Omit<UpsertBatch, 'collectionId'>, written: ReturnType<VectorIndex['writeRows']>): void {
+    const { labels, parts, added, seq } = written;
     const firstSeq = c.lastSeq + 1;
     c.lastSeq = seq;
     c.record.vectorCount += added;
     const jobs = new Map<Partition, ApplyJob>();
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < batch.ids.length; i++) {
       const p = parts[i]!;
       const job = applyJobFor(jobs, p, batch.values);
       const old = p.idToLabel.get(batch.ids[i]!);
@@ -176,8 +207,11 @@ export class VectorIndex {
       job.rows.push(i);
       job.seq = firstSeq + i;
     }
-    for (const [p, job] of jobs) this.enqueue(p, job, job.labels.length * dim);
-    const result = { numAffected: n };
+    for (const [p, job] of jobs) this.enqueue(p, job, job.labels.length * c.record.dimension);
+  }
+
+  /** Answers a write at once, or once the graph backlog is back under maxBacklogFloats. */
+  private whenBacklogAllows<T>(result: T): T | Promise<T> {
     if (this.backlogFloats() <= this.settings.maxBacklogFloats) return result;
     return new Promise((resolve) => this.waiters.push({ ready: () => this.backlogFloats() <= this.settings.maxBacklogFloats, resolve: () => resolve(result) }));
   }
@@ -207,9 +241,19 @@ export class VectorIndex {
     return { numDeleted: removed.length };
   }
 
+  /** Deletes the tenant's vectors whose properties match: the same transaction and graph work as delete. */
+  deleteWhere(collectionId: number, tenant: string, filter: Filter): { numDeleted: number } {
+    const c = this.collection(collectionId);
+    const p = c.partitions.get(tenant);
+    if (!p) return { numDeleted: 0 };
+    const keys = p.labelsWhere(compileFilter(filter)).map((label) => ({ tenant, id: p.labelToId.get(label)! }));
+    return this.delete(collectionId, keys);
+  }
+
   private enqueue(p: Partition, job: ApplyJob, floats: number): void {
     p.backlog.push(job);
     p.backlogFloats += floats;
+    p.unsavedSince ??= job.queuedAt;
     clearTimeout(p.idleTimer);
     this.busy.add(p);
     this.schedulePump();
@@ -273,6 +317,52 @@ export class VectorIndex {
     });
   }
 
+  /** Counts the committed vectors of a tenant (SQLite's state, which the graph may still be catching up with). */
+  count(req: CountRequest): { count: number } {
+    const c = this.collection(req.collectionId);
+    const p = c.partitions.get(req.tenant);
+    if (!p) return { count: 0 };
+    if (!req.filter) return { count: p.size };
+    return { count: p.labelsWhere(compileFilter(req.filter)).length };
+  }
+
+  /**
+   * One page of a tenant's vectors in id order, after `req.after`. Ids are read from the primary
+   * key in chunks (no statement stays open between messages) and filtered on the properties held
+   * in memory, so that only the vectors returned are read in full. `more` looks one match ahead.
+   */
+  scroll(req: ScrollRequest): ScrollResult {
+    const c = this.collection(req.collectionId);
+    const p = c.partitions.get(req.tenant);
+    if (!p) return { vectors: [], more: false };
+    const match = req.filter ? compileFilter(req.filter) : undefined;
+    const ids: string[] = [];
+    let after = req.after ?? '';
+    let more = false;
+    const chunk = Math.max(1024, req.limit + 1);
+    scan: for (;;) {
+      const page = this.sql.idsAfter.all(c.record.id, p.tenant, after, chunk) as string[];
+      for (const id of page) {
+        const label = p.idToLabel.get(id);
+        if (label === undefined || (match && !match(p.props.get(label)!))) continue;
+        if (ids.length === req.limit) {
+          more = true;
+          break scan;
+        }
+        ids.push(id);
+      }
+      if (page.length < chunk) break;
+      after = page[page.length - 1]!;
+    }
+    const vectors = ids.map((id) => {
+      const props = p.props.get(p.idToLabel.get(id)!)!;
+      const out: SampledVector = { id, properties: req.properties ? project(props, req.properties) : props };
+      if (req.includeVector) out.values = blobToFloats(this.sql.vec.get(c.record.id, p.tenant, id) as Buffer);
+      return out;
+    });
+    return { vectors, more };
+  }
+
   stats(collectionId: number): IndexStats {
     const c = this.collection(collectionId);
     const stats: IndexStats = { tenants: 0, indexed: 0, tombstones: 0, pending: 0, compacting: false };
@@ -284,6 +374,16 @@ export class VectorIndex {
       stats.compacting ||= p.compaction !== undefined;
     }
     return stats;
+  }
+
+  /** Index lag and checkpoint age of every collection, for /metrics. */
+  gauges(): CollectionGauges[] {
+    const now = Date.now();
+    return [...this.collections.values()].map((c) => {
+      let oldest = now;
+      for (const p of c.partitions.values()) if (p.unsavedSince !== undefined && p.unsavedSince < oldest) oldest = p.unsavedSince;
+      return { collectionId: c.record.id, pending: this.stats(c.record.id).pending, checkpointAgeSeconds: (now - oldest) / 1000 };
+    });
   }
 
   /** Resolves once every queued change is in the graphs (and, if asked, checkpointed). */
@@ -358,6 +458,8 @@ export class VectorIndex {
 
   private afterApply(p: Partition): void {
     if (p.dirty >= this.settings.checkpointChanges) this.checkpoint(p);
+    // A job that changed nothing in the graph leaves nothing to save.
+    if (p.dirty === 0 && !p.backlog.some((j) => j.kind === 'apply')) p.unsavedSince = undefined;
     if (p.backlog.length <= 1 && p.needsCompaction(this.settings.compactMinTombstones)) {
       this.log('info', `vector collection ${p.collectionId}: compacting a tenant's index (${p.tombstones} tombstones, ${p.indexLive} live)`);
       p.startCompaction();
@@ -396,6 +498,9 @@ export class VectorIndex {
         writeCheckpoint(this.settings.indexDir, partitionIdentity(c.record, p.tenant), p.index, p.appliedSeq);
       }
       p.dirty = 0;
+      // Between two jobs: what is still queued has been unsaved since the oldest of them was committed.
+      const queued = p.backlog.find((j): j is ApplyJob => j.kind === 'apply');
+      p.unsavedSince = queued?.queuedAt;
     } catch (err) {
       // The rows are safe in SQLite; the next start replays more. Say so and carry on.
       this.log('error', `vector collection "${c.record.name}": could not write an index checkpoint: ${(err as Error).message}`);
@@ -407,7 +512,7 @@ export class VectorIndex {
 function applyJobFor(jobs: Map<Partition, ApplyJob>, p: Partition, values: Float32Array): ApplyJob {
   let job = jobs.get(p);
   if (!job) {
-    job = { kind: 'apply', seq: 0, deletes: [], labels: [], rows: [], values, next: 0, deletesDone: false };
+    job = { kind: 'apply', seq: 0, deletes: [], labels: [], rows: [], values, next: 0, deletesDone: false, queuedAt: Date.now() };
     jobs.set(p, job);
   }
   return job;

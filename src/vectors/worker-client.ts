@@ -52,6 +52,11 @@ export class WorkerClient<Ops extends OpMap> {
     private readonly onStart?: (client: WorkerClient<Ops>) => void,
   ) {}
 
+  /** Whether the worker is up (it starts on the first call, and again after a crash). */
+  get running(): boolean {
+    return this.worker !== undefined && !this.closing;
+  }
+
   /** Starts the worker now (it loads every index before answering anything). */
   start(): void {
     if (this.worker) return;

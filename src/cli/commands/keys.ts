@@ -1,19 +1,24 @@
 // platform keys create | list | revoke: local administration on DATA_DIR, no running host needed.
 // The host reads the same database, so a new key works at once and a revoked one stops at once.
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ApiKeyStore } from '../../auth/api-keys.js';
-import { openDatabase, type Db } from '../../store/database.js';
+import { DATABASE_FILE, openDatabase, type Db } from '../../store/database.js';
 import { CliError, usageError } from '../errors.js';
 import { formatTable, isoTime } from '../table.js';
 
-function withStore<T>(fn: (keys: ApiKeyStore) => T): T {
-  const dataDir = path.resolve(process.env.DATA_DIR?.trim() || './data');
+const dataDir = () => path.resolve(process.env.DATA_DIR?.trim() || './data');
+
+/** Whether DATA_DIR holds a store yet: a typo in DATA_DIR must not pass unnoticed. */
+const storeExists = (dir: string) => fs.existsSync(path.join(dir, DATABASE_FILE));
+
+function withStore<T>(dir: string, fn: (keys: ApiKeyStore) => T): T {
   let db: Db;
   try {
-    db = openDatabase(dataDir);
+    db = openDatabase(dir);
   } catch (err) {
-    throw new CliError(`cannot open the database in DATA_DIR (${dataDir}): ${(err as Error).message}`);
+    throw new CliError(`cannot open the database in DATA_DIR (${dir}): ${(err as Error).message}`);
   }
   try {
     return fn(new ApiKeyStore(db));
@@ -31,7 +36,10 @@ export function registerKeyCommands(program: Command): void {
     .option('--name <name>', 'a label for the key', 'default')
     .action((opts: { name: string }) => {
       if (opts.name.length === 0 || opts.name.length > 128) throw usageError('--name must have 1 to 128 characters');
-      const created = withStore((store) => store.create(opts.name));
+      const dir = dataDir();
+      // On stderr: stdout carries the key alone.
+      if (!storeExists(dir)) process.stderr.write(`no store in DATA_DIR (${dir}) yet: creating a new one there\n`);
+      const created = withStore(dir, (store) => store.create(opts.name));
       process.stdout.write(`${created.key}\n`);
       process.stderr.write(`created API key ${created.id} (${created.name}); it is not shown again\n`);
     });
@@ -41,7 +49,10 @@ export function registerKeyCommands(program: Command): void {
     .description('list API keys (ids and names, never secrets)')
     .option('--json', 'print JSON')
     .action((opts: { json?: boolean }) => {
-      const list = withStore((store) => store.list());
+      const dir = dataDir();
+      // Listing creates nothing: an empty list from a mistyped DATA_DIR says so.
+      if (!storeExists(dir)) process.stderr.write(`no store in DATA_DIR (${dir}) yet, so no keys\n`);
+      const list = storeExists(dir) ? withStore(dir, (store) => store.list()) : [];
       if (opts.json) {
         process.stdout.write(JSON.stringify(list, null, 2) + '\n');
         return;
@@ -55,7 +66,9 @@ export function registerKeyCommands(program: Command): void {
     .description('revoke an API key; tokens issued for it stop working at once')
     .argument('<key-id>', 'the id shown by "platform keys list"')
     .action((id: string) => {
-      const found = withStore((store) => store.revoke(id));
+      const dir = dataDir();
+      if (!storeExists(dir)) throw new CliError(`no API key with id "${id}": there is no store in DATA_DIR (${dir}) yet`);
+      const found = withStore(dir, (store) => store.revoke(id));
       if (!found) throw new CliError(`no API key with id "${id}"`);
       process.stdout.write(`revoked ${id}\n`);
     });

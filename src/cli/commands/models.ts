@@ -9,6 +9,7 @@ import { createProgress } from '../progress.js';
 import { formatTable, isoTime } from '../table.js';
 import { readYamlFile } from '../yaml-file.js';
 import { deployDialog } from './deploy-dialog.js';
+import { formatModelDetails, type ModelDetailsJson } from './model-details.js';
 
 interface ModelJson {
   model_id: string;
@@ -261,9 +262,11 @@ export function registerModelCommands(program: Command): Command {
     .command('get')
     .description('show a model, its live deployment and any deployment in progress')
     .argument('<model-id>')
-    .action(async (id: string) => {
-      const info = await clientFromEnv().request<unknown>('GET', `/api/v1/models/${encodeURIComponent(id)}`);
-      process.stdout.write(JSON.stringify(info, null, 2) + '\n');
+    .option('--json', 'print JSON: {model, live_deployment, deployment_in_progress}')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const client = clientFromEnv();
+      const info = await client.request<ModelDetailsJson>('GET', `/api/v1/models/${encodeURIComponent(id)}`);
+      process.stdout.write(opts.json ? JSON.stringify(info, null, 2) + '\n' : await formatModelDetails(client, info));
     });
 
   return models;

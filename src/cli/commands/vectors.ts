@@ -1,6 +1,12 @@
 // platform vectors collections create | list | get | delete: vector collections through the
-// host's API (DESIGN.md section 2).
+// host's API (DESIGN.md section 2); platform vectors count | export | import: a collection's
+// vectors counted, written out to a file, and read back in as a new collection.
+import fs from 'node:fs';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream } from 'node:stream/web';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { CliError } from '../errors.js';
 import { clientFromEnv } from '../http-client.js';
 // The response type is the service's own; a type-only import, so the CLI loads none of it.
 import type { CollectionJson } from '../../vectors/service.js';
@@ -12,6 +18,20 @@ function positiveInteger(flag: string, max: number) {
     const n = Number(value.trim());
     if (n < 1 || n > max) throw new InvalidArgumentError(`${flag} must be between 1 and ${max}`);
     return n;
+  };
+}
+
+/** A --filter option: the JSON of the API's filter ({"eq": {...}}, {"range": ...}, ...); the host checks the rest. */
+function jsonObject(flag: string) {
+  return (value: string): Record<string, unknown> => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value);
+    } catch (err) {
+      throw new InvalidArgumentError(`${flag} is not JSON (${(err as Error).message})`);
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError(`${flag} must be a JSON object, such as '{"eq": {"color": "red"}}'`);
+    return parsed as Record<string, unknown>;
   };
 }
 
@@ -117,6 +137,64 @@ export function registerVectorCommands(program: Command): Command {
     .action(async (name: string) => {
       await clientFromEnv().request('DELETE', path(name));
       process.stdout.write(`deleted ${name}\n`);
+    });
+
+  vectors
+    .command('count')
+    .description('count the vectors of a collection (and tenant), optionally those matching a filter')
+    .argument('<collection>')
+    .option('--tenant <id>', 'the tenant (required on a multi-tenant collection)')
+    .option('--filter <json>', 'a filter on properties, as in a search: \'{"eq": {"color": "red"}}\'', jsonObject('--filter'))
+    .action(async (collection: string, opts: { tenant?: string; filter?: Record<string, unknown> }) => {
+      const { count } = await clientFromEnv().request<{ count: number }>('POST', '/api/v1/vectors/count', {
+        body: { collection_name: collection, ...(opts.tenant !== undefined ? { tenant_id: opts.tenant } : {}), ...(opts.filter ? { filter: opts.filter } : {}) },
+      });
+      process.stdout.write(`${count}\n`);
+    });
+
+  vectors
+    .command('export')
+    .description('write a collection (its definition and every vector, exactly) as an NDJSON file, to stdout or --output')
+    .argument('<name>')
+    .option('--output <file>', 'write to this file instead of stdout')
+    .action(async (name: string, opts: { output?: string }) => {
+      const response = await clientFromEnv().download('GET', `/api/v1/vectors/export/${encodeURIComponent(name)}`);
+      const body = Readable.fromWeb(response.body as ReadableStream<Uint8Array>);
+      if (opts.output === undefined) {
+        await pipeline(body, process.stdout, { end: false });
+        return;
+      }
+      // Written beside the target and renamed when complete: a broken transfer leaves no partial file.
+      const tmp = `${opts.output}.${process.pid}.partial`;
+      try {
+        await pipeline(body, fs.createWriteStream(tmp, { mode: 0o600 }));
+        fs.renameSync(tmp, opts.output);
+      } catch (err) {
+        fs.rmSync(tmp, { force: true });
+        const code = (err as NodeJS.ErrnoException).code;
+        throw new CliError(code ? `cannot write ${opts.output}: ${code}` : `the export of "${name}" broke off: ${(err as Error).message}`);
+      }
+      process.stderr.write(`${opts.output}: ${response.headers.get('x-vector-count') ?? '?'} vectors\n`);
+    });
+
+  vectors
+    .command('import')
+    .description('create a collection from a file written by "platform vectors export" ("-" reads stdin)')
+    .argument('<file>')
+    .option('--name <name>', 'the new collection\'s name (default: the name in the file)')
+    .option('--json', 'print JSON')
+    .action(async (file: string, opts: { name?: string; json?: boolean }) => {
+      let bytes: Buffer;
+      try {
+        bytes = fs.readFileSync(file === '-' ? 0 : file);
+      } catch (err) {
+        throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      }
+      const query = opts.name !== undefined ? `?${new URLSearchParams({ name: opts.name })}` : '';
+      const created = await clientFromEnv().request<CollectionJson>('POST', `/api/v1/vectors/import${query}`, { bytes });
+      if (opts.json) process.stdout.write(JSON.stringify(created, null, 2) + '\n');
+      else process.stdout.write(`${created.name}\n`);
+      process.stderr.write(`${created.vector_count} vectors\n`);
     });
 
   return vectors;

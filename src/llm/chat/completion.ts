@@ -19,10 +19,13 @@ export interface CompletionResult {
   queuedMs: number;
 }
 
-/** Engine errors as HTTP errors: full queue 429, oversized prompt 400, unloaded 503. */
-export function engineError(err: unknown): unknown {
+/** The request field that holds the prompt: `messages` (chat) or `prompt` (legacy completions). */
+export type PromptField = 'messages' | 'prompt';
+
+/** Engine errors as HTTP errors: full queue 429, oversized prompt 400 (naming `promptField`), unloaded 503. */
+export function engineError(err: unknown, promptField: PromptField = 'messages'): unknown {
   if (err instanceof OverloadedError) return new ApiError('overloaded', `the model is overloaded: ${err.message}; retry shortly`, null, { 'retry-after': '1' });
-  if (err instanceof ContextLengthError) return invalidArgument(err.message, 'messages');
+  if (err instanceof ContextLengthError) return invalidArgument(err.message, promptField);
   if (err instanceof LlmEngineError && err.code === 'unloaded') return unavailable('the model is being unloaded or replaced; retry');
   return err;
 }
@@ -43,21 +46,19 @@ export class Completion {
     arrivedAt: number,
     /** The text starts here (an empty prompt): drop the SentencePiece space before the first word. */
     private readonly startOfText = false,
+    private readonly promptField: PromptField = 'messages',
   ) {
     this.arrived = arrivedAt;
     const context = instance.info.contextLength;
-    if (promptTokens.length >= context) {
-      throw invalidArgument(`the prompt has ${promptTokens.length} tokens; the model's context is ${context} tokens, prompt and completion together`, 'messages');
-    }
-    if (params.maxTokens !== undefined && promptTokens.length + params.maxTokens > context) {
-      throw invalidArgument(
-        `the model's context is ${context} tokens, but ${promptTokens.length + params.maxTokens} were requested (${promptTokens.length} in the prompt, ${params.maxTokens} for the completion); lower max_tokens`,
-        'max_tokens',
-      );
+    const room = context - promptTokens.length;
+    if (room <= 0) {
+      throw invalidArgument(`the prompt has ${promptTokens.length} tokens; the model's context is ${context} tokens, prompt and completion together; shorten ${promptField}`, promptField);
     }
     try {
       this.generation = instance.model.generate(promptTokens, {
-        maxTokens: params.maxTokens ?? context - promptTokens.length,
+        // max_tokens beyond the room the prompt leaves is clamped to it, as llama.cpp's server and
+        // Ollama do: the answer then ends with finish_reason "length" instead of failing.
+        maxTokens: Math.min(params.maxTokens ?? room, room),
         temperature: params.temperature,
         topK: params.topK,
         topP: params.topP,
@@ -67,7 +68,7 @@ export class Completion {
         presencePenalty: params.presencePenalty,
       });
     } catch (err) {
-      throw engineError(err);
+      throw engineError(err, this.promptField);
     }
   }
 
@@ -95,13 +96,13 @@ export class Completion {
         if (tail) yield tail;
       }
     } catch (err) {
-      throw engineError(err);
+      throw engineError(err, this.promptField);
     } finally {
       // Leaving early (a stop string, a disconnect) cancels the sequence and frees its cache.
       this.generation.cancel();
     }
     const result = await this.generation.result.catch((err: unknown) => {
-      throw engineError(err);
+      throw engineError(err, this.promptField);
     });
     return {
       finishReason: this.stoppedByString || result.finishReason !== 'length' ? 'stop' : 'length',

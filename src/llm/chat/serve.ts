@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import type { LlmInstance } from '../library/instance.js';
 import type { LibraryService } from '../library/service.js';
 import type { LlmMetrics } from '../metrics.js';
-import { Completion, type CompletionResult } from './completion.js';
+import { Completion, type CompletionResult, type PromptField } from './completion.js';
 import type { SamplingParams } from './params.js';
 import type { ChatMessage } from './template.js';
 
@@ -19,6 +19,8 @@ export interface CompletionForm {
   readonly object: string;
   readonly chunkObject: string;
   readonly idPrefix: string;
+  /** The request field an oversized prompt is reported against. */
+  readonly promptField: PromptField;
   /** The text starts here (an empty prompt): the first word gets no SentencePiece space. */
   readonly startOfText: boolean;
   /** The prompt's tokens on the instance that runs it. */
@@ -31,11 +33,12 @@ export interface CompletionForm {
   closing(finish: FinishReason): Choice[];
 }
 
-/** POST /v1/<model_id>/chat/completions: messages through the model's chat template. */
+/** POST /v1/[<model_id>/]chat/completions: messages through the model's chat template. */
 export class ChatForm implements CompletionForm {
   readonly object = 'chat.completion';
   readonly chunkObject = 'chat.completion.chunk';
   readonly idPrefix = 'chatcmpl-';
+  readonly promptField = 'messages';
   readonly startOfText = false;
 
   constructor(private readonly messages: ChatMessage[]) {}
@@ -61,11 +64,12 @@ export class ChatForm implements CompletionForm {
   }
 }
 
-/** POST /v1/<model_id>/completions: a plain text prompt, continued. */
+/** POST /v1/[<model_id>/]completions: a plain text prompt, continued. */
 export class TextForm implements CompletionForm {
   readonly object = 'text_completion';
   readonly chunkObject = 'text_completion';
   readonly idPrefix = 'cmpl-';
+  readonly promptField = 'prompt';
   readonly startOfText: boolean;
 
   constructor(private readonly text: string) {
@@ -161,6 +165,6 @@ export function startAnswer(library: LibraryService, metrics: LlmMetrics, modelI
   const arrived = performance.now();
   const instance = library.instance(modelId);
   metrics.requestArrived(modelId);
-  const completion = new Completion(instance, form.prompt(instance), params, arrived, form.startOfText);
+  const completion = new Completion(instance, form.prompt(instance), params, arrived, form.startOfText, form.promptField);
   return new Answer(modelId, form, params, completion, metrics);
 }

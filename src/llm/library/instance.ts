@@ -1,11 +1,19 @@
 // A loaded library model: the engine's model, the tokenizer and chat template from the same
 // GGUF file, and the instance type it runs on.
+import fs from 'node:fs';
 import type { InstanceType } from '../../native/surface.js';
 import { loadModel, type LlmModel, type LlmModelInfo } from '../engine/index.js';
 import { chatTemplate, readGguf } from '../gguf/index.js';
 import { Tokenizer } from '../tokenizer/index.js';
 import { ChatTemplate, DEFAULT_CHAT_TEMPLATE } from '../chat/template.js';
 
+/** The GGUF file to load is not there (moved, deleted, or on a volume not mounted yet). */
+export class ModelFileMissingError extends Error {
+  constructor(readonly file: string) {
+    super(`the model file ${file} does not exist`);
+    this.name = 'ModelFileMissingError';
+  }
+}
 
 export interface InstanceOptions {
   instanceType: InstanceType;
@@ -26,6 +34,13 @@ export class LlmInstance {
   ) {}
 
   static async load(file: string, options: InstanceOptions): Promise<LlmInstance> {
+    // Told apart from a broken file, because a missing one may come back (see LibraryService.restore).
+    try {
+      await fs.promises.stat(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ModelFileMissingError(file);
+      throw err;
+    }
     const gguf = await readGguf(file);
     const tokenizer = Tokenizer.fromGguf(gguf);
     const piece = (id: number | null) => (id === null ? '' : tokenizer.tokenText(id));

@@ -10,9 +10,16 @@ import type { ModelStore } from '../../models/store.js';
 import { LIBRARY_PROJECT } from '../../models/names.js';
 import { findInCatalog, listCatalog } from './catalog.js';
 import type { InstanceType } from '../../native/surface.js';
-import { LlmInstance, type InstanceOptions } from './instance.js';
+import { LlmInstance, ModelFileMissingError, type InstanceOptions } from './instance.js';
 
 export type LibraryStatus = 'PENDING' | 'DEPLOYING' | 'LIVE' | 'FAILED';
+
+/**
+ * What kind of failure a FAILED deployment had: a `missing_file` one is tried again at start-up
+ * (the file may be back); a `load_error` (a broken or unsupported file) or an `interrupted` one
+ * stays FAILED until it is deployed again.
+ */
+export type LibraryFailureKind = 'missing_file' | 'load_error' | 'interrupted';
 
 export interface LibraryDeployment {
   modelId: string;
@@ -24,6 +31,8 @@ export interface LibraryDeployment {
   threads: number | null;
   status: LibraryStatus;
   reason: string | null;
+  /** Set when FAILED. */
+  failureKind: LibraryFailureKind | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -38,6 +47,7 @@ interface Row {
   threads: number | null;
   status: LibraryStatus;
   reason: string | null;
+  failure_kind: LibraryFailureKind | null;
   created_at: number;
   updated_at: number;
 }
@@ -52,6 +62,7 @@ const toRecord = (r: Row): LibraryDeployment => ({
   threads: r.threads,
   status: r.status,
   reason: r.reason,
+  failureKind: r.failure_kind,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -186,11 +197,34 @@ export class LibraryService {
     if (instance) await instance.unload();
   }
 
-  /** Reloads every LIVE deployment after a restart, in the background (503 until loaded). */
+  /**
+   * Reloads every LIVE deployment after a restart, in the background (503 until loaded), and
+   * tries once more each FAILED one whose file was missing: if the file is back it goes LIVE,
+   * otherwise it is FAILED again with the same reason. One try per start, so nothing spins.
+   */
   restore(): void {
-    this.db.prepare("UPDATE library_deployments SET status = 'FAILED', reason = 'interrupted by a restart of the host' WHERE status IN ('PENDING', 'DEPLOYING')").run();
-    for (const dep of this.list()) if (dep.status === 'LIVE') this.startLoad(dep.modelId);
+    this.db
+      .prepare(
+        "UPDATE library_deployments SET status = 'FAILED', reason = 'interrupted by a restart of the host', failure_kind = 'interrupted' WHERE status IN ('PENDING', 'DEPLOYING')",
+      )
+      .run();
+    const tasks: Promise<void>[] = [];
+    for (const dep of this.list()) {
+      if (dep.status === 'LIVE') tasks.push(this.startLoad(dep.modelId));
+      else if (dep.status === 'FAILED' && dep.failureKind === 'missing_file') {
+        this.log.info({ modelId: dep.modelId, file: dep.file }, 'library model failed for a missing file: trying again');
+        tasks.push(this.startLoad(dep.modelId));
+      }
+    }
+    this.restored = Promise.all(tasks).then(() => undefined);
   }
+
+  /** Resolves once every load that `restore` started has ended, LIVE or FAILED (for the start line). */
+  whenRestored(): Promise<void> {
+    return this.restored;
+  }
+
+  private restored: Promise<void> = Promise.resolve();
 
   async idle(): Promise<void> {
     while (this.loading.size > 0) await Promise.all([...this.loading]);
@@ -210,11 +244,24 @@ export class LibraryService {
     }
   }
 
-  private setStatus(modelId: string, status: LibraryStatus, reason: string | null = null): void {
-    this.db.prepare('UPDATE library_deployments SET status = ?, reason = ?, updated_at = ? WHERE model_id = ?').run(status, reason, this.clock(), modelId);
+  private setStatus(modelId: string, status: LibraryStatus, failure: { kind: LibraryFailureKind; reason: string } | null = null): void {
+    this.db
+      .prepare('UPDATE library_deployments SET status = ?, reason = ?, failure_kind = ?, updated_at = ? WHERE model_id = ?')
+      .run(status, failure?.reason ?? null, failure?.kind ?? null, this.clock(), modelId);
   }
 
-  private startLoad(modelId: string): void {
+  /** A load failure as the deployment records it. */
+  private failureOf(err: unknown, file: string): { kind: LibraryFailureKind; reason: string } {
+    if (err instanceof ModelFileMissingError) {
+      return {
+        kind: 'missing_file',
+        reason: `the model file "${file}" is missing from MODELS_DIR (${this.options.modelsDir}); put it back and restart the host, which tries again at start-up, or undeploy the model`,
+      };
+    }
+    return { kind: 'load_error', reason: (err as Error).message };
+  }
+
+  private startLoad(modelId: string): Promise<void> {
     const task = (async () => {
       await new Promise((resolve) => setImmediate(resolve));
       const dep = this.find(modelId);
@@ -230,12 +277,14 @@ export class LibraryService {
         this.setStatus(modelId, 'LIVE');
         this.log.info({ modelId, file: dep.file }, 'library model live');
       } catch (err) {
-        this.setStatus(modelId, 'FAILED', (err as Error).message);
-        this.log.warn({ modelId, reason: (err as Error).message }, 'library model failed to load');
+        const failure = this.failureOf(err, dep.file);
+        this.setStatus(modelId, 'FAILED', failure);
+        this.log.warn({ modelId, failureKind: failure.kind, reason: failure.reason }, 'library model failed to load');
       }
     })();
     this.loading.add(task);
     void task.finally(() => this.loading.delete(task));
+    return task;
   }
 
   /** Waits for the old instance's requests to finish, then frees it. */

@@ -74,7 +74,7 @@ type AudienceFile = { api_version?: string; spec: { audiences: AudienceInput[] }
 export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = async (app, { audiences }) => {
   app.post<{ Body: AudienceFile }>(
     '/api/v1/audiences',
-    { schema: { body: fileSchema, response: responses({ 201: listOf('audiences', audienceSchema) }) } },
+    { schema: { summary: 'Create audiences from an audience file (all or none)', body: fileSchema, response: responses({ 201: listOf('audiences', audienceSchema) }) } },
     async (request, reply) => {
       reply.code(201);
       return { audiences: audiences.createMany(request.body.spec.audiences).map(audienceJson) };
@@ -83,19 +83,19 @@ export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = 
 
   app.get(
     '/api/v1/audiences',
-    { schema: { response: responses({ 200: listOf('audiences', audienceSchema) }) } },
+    { schema: { summary: 'List the audiences', response: responses({ 200: listOf('audiences', audienceSchema) }) } },
     async () => ({ audiences: audiences.list().map(audienceJson) }),
   );
 
   app.get<{ Params: { audience_id: string } }>(
     '/api/v1/audiences/:audience_id',
-    { schema: { params: idParams, response: responses({ 200: audienceSchema }) } },
+    { schema: { summary: 'Get one audience', params: idParams, response: responses({ 200: audienceSchema }) } },
     async (request) => audienceJson(audiences.get(request.params.audience_id)),
   );
 
   app.put<{ Params: { audience_id: string }; Body: AudienceFile }>(
     '/api/v1/audiences/:audience_id',
-    { schema: { params: idParams, body: fileSchema, response: responses({ 200: audienceSchema }) } },
+    { schema: { summary: 'Replace one audience (the file holds exactly one)', params: idParams, body: fileSchema, response: responses({ 200: audienceSchema }) } },
     async (request) => {
       const list = request.body.spec.audiences;
       if (list.length !== 1) throw invalidArgument(`an update takes exactly one audience; the file has ${list.length}`, 'spec.audiences');
@@ -105,7 +105,7 @@ export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = 
 
   app.delete<{ Params: { audience_id: string } }>(
     '/api/v1/audiences/:audience_id',
-    { schema: { params: idParams, response: responses({ 204: { type: 'null' } }) } },
+    { schema: { summary: 'Delete an audience that no deployment routes by', params: idParams, response: responses({ 204: { type: 'null' } }) } },
     async (request, reply) => {
       audiences.delete(request.params.audience_id);
       reply.code(204);

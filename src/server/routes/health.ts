@@ -11,9 +11,9 @@ export interface HealthOptions {
 const statusBody = { type: 'object', required: ['status'], properties: { status: { type: 'string' } } } as const;
 
 export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, opts) => {
-  app.get('/healthz', { schema: { response: responses({ 200: statusBody }) } }, async () => ({ status: 'ok' }));
+  app.get('/healthz', { schema: { summary: 'Liveness: the process answers', response: responses({ 200: statusBody }) } }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', { schema: { response: responses({ 200: statusBody }) } }, async () => {
+  app.get('/readyz', { schema: { summary: 'Readiness: 503 once shutdown has begun', response: responses({ 200: statusBody }) } }, async () => {
     if (!opts.isReady()) throw new ApiError('unavailable', 'the server is shutting down');
     return { status: 'ready' };
   });

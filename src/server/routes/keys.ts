@@ -19,7 +19,7 @@ const keySchema = {
 export const keysRoutes: FastifyPluginAsync<{ keys: ApiKeyStore }> = async (app, { keys }) => {
   app.get(
     '/api/v1/keys',
-    { schema: { response: responses({ 200: listOf('keys', keySchema) }) } },
+    { schema: { summary: 'List the API keys (ids and names, never secrets)', response: responses({ 200: listOf('keys', keySchema) }) } },
     async () => ({ keys: keys.list() }),
   );
 };

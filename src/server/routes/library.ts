@@ -91,7 +91,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
     updated_at: d.updatedAt,
   });
 
-  app.get('/api/v1/library', { schema: { response: responses({ 200: catalogSchema }) } }, async () => {
+  app.get('/api/v1/library', { schema: { summary: 'The GGUF catalogue of MODELS_DIR, and the files that could not be read', response: responses({ 200: catalogSchema }) } }, async () => {
     const { models, problems } = await library.catalog();
     return {
       models: models.map((m) => ({
@@ -112,7 +112,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
 
   app.get(
     '/api/v1/library/deployments',
-    { schema: { response: responses({ 200: listOf('deployments', deploymentSchema) }) } },
+    { schema: { summary: 'List the library deployments', response: responses({ 200: listOf('deployments', deploymentSchema) }) } },
     async () => ({ deployments: library.list().map(json) }),
   );
 
@@ -120,6 +120,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
     '/api/v1/library/deployments',
     {
       schema: {
+        summary: 'Deploy a GGUF file of the catalogue as a library model (202; loads in the background)',
         body: {
           type: 'object',
           required: ['name', 'model_id'],
@@ -138,7 +139,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
 
   app.get<{ Params: { model_id: string } }>(
     '/api/v1/library/deployments/:model_id',
-    { schema: { params: modelParams, response: responses({ 200: deploymentSchema }) } },
+    { schema: { summary: 'Get one library deployment and its status', params: modelParams, response: responses({ 200: deploymentSchema }) } },
     async (request) => json(library.get(request.params.model_id)),
   );
 
@@ -146,6 +147,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
     '/api/v1/library/deployments/:model_id/instance-type',
     {
       schema: {
+        summary: 'Move a library model to another instance type without failing a request (202)',
         params: modelParams,
         body: { type: 'object', required: ['instance_type'], properties: instanceSchema },
         response: responses({ 202: deploymentSchema }),
@@ -160,7 +162,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
 
   app.delete<{ Params: { model_id: string } }>(
     '/api/v1/library/deployments/:model_id',
-    { schema: { params: modelParams, response: responses({ 204: { type: 'null' } }) } },
+    { schema: { summary: 'Undeploy a library model', params: modelParams, response: responses({ 204: { type: 'null' } }) } },
     async (request, reply) => {
       await library.undeploy(request.params.model_id);
       reply.code(204);

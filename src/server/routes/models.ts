@@ -151,9 +151,11 @@ const realtimeMetricsSchema = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['variation', 'requests_5m', 'throughput_rpm_5m', 'errors_5m', 'latency_ms'],
+        required: ['variation', 'shadow', 'requests_5m', 'throughput_rpm_5m', 'errors_5m', 'latency_ms'],
         properties: {
           variation: { type: 'string' },
+          // true: the copies sent to this variation as a shadow, counted apart from its routed requests.
+          shadow: { type: 'boolean' },
           requests_5m: { type: 'integer' },
           throughput_rpm_5m: { type: 'number' },
           errors_5m: { type: 'integer' },
@@ -194,6 +196,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/models',
     {
       schema: {
+        summary: 'Create a realtime model',
         body: {
           type: 'object',
           required: ['model_id'],
@@ -217,6 +220,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/models',
     {
       schema: {
+        summary: 'List the models (realtime and library), optionally of one project',
         querystring: { type: 'object', properties: { project: { type: 'string', maxLength: 64 } } },
         response: responses({ 200: listOf('models', modelSchema) }),
       },
@@ -228,6 +232,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/models/:model_id',
     {
       schema: {
+        summary: 'Get a model with its live deployment and the one in progress',
         params: modelParams,
         response: responses({
           200: {
@@ -260,6 +265,9 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       {
         bodyLimit: opts.maxBuildBytes,
         schema: {
+          summary: 'Upload an ONNX file as a new build (the raw bytes as application/octet-stream)',
+          // The body is raw bytes, so there is no body schema; the API document reads this.
+          consumes: ['application/octet-stream'],
           params: modelParams,
           querystring: {
             type: 'object',
@@ -288,6 +296,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/models/:model_id/builds',
     {
       schema: {
+        summary: 'List the builds of a model',
         params: modelParams,
         response: responses({ 200: listOf('builds', buildSchema) }),
       },
@@ -302,6 +311,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/models/:model_id/deployments',
     {
       schema: {
+        summary: 'Deploy a build as a variation, with audiences, weights and shadows (202)',
         params: modelParams,
         body: {
           type: 'object',
@@ -344,6 +354,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/models/:model_id/undeploy',
     {
       schema: {
+        summary: 'Take a variation out of service (202)',
         params: modelParams,
         body: {
           type: 'object',
@@ -366,6 +377,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/models/:model_id/instance-type',
     {
       schema: {
+        summary: 'Move every variation of a live model to another instance type (202)',
         params: modelParams,
         body: { type: 'object', required: ['instance_type'], properties: { instance_type: { type: 'string', enum: [...INSTANCE_TYPES] } } },
         response: responses({ 202: deploymentSchema }),
@@ -382,6 +394,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/models/:model_id/logs',
     {
       schema: {
+        summary: 'The request log of a model, newest first',
         params: modelParams,
         querystring: {
           type: 'object',
@@ -421,6 +434,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/models/:model_id/metrics',
     {
       schema: {
+        summary: "A model's figures over the last 5 minutes: per variation (realtime) or the four LLM figures (library)",
         params: modelParams,
         // Which of the two depends on the model's kind.
         response: responses({ 200: { anyOf: [realtimeMetricsSchema, libraryMetricsSchema] } }),
@@ -437,6 +451,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/models/:model_id/deployments',
     {
       schema: {
+        summary: 'List the deployments of a model',
         params: modelParams,
         response: responses({ 200: listOf('deployments', deploymentSchema) }),
       },
@@ -451,6 +466,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     '/api/v1/deployments/:deployment_id',
     {
       schema: {
+        summary: 'Get one deployment and its status',
         params: { type: 'object', required: ['deployment_id'], properties: { deployment_id: { type: 'string', maxLength: 64 } } },
         response: responses({ 200: deploymentSchema }),
       },

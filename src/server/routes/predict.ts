@@ -22,7 +22,14 @@ const cell = { type: ['number', 'string', 'null'] } as const;
 // The array and object branches come first: fast-json-stringify's string branch also takes arrays.
 const rowsSchema = { type: 'array', items: { type: 'object', additionalProperties: { type: ['array', 'object', 'number', 'string', 'null'], items: cell, additionalProperties: cell } } } as const;
 
+// pandas' to_json(orient="split") clients send this media type; the body is the same JSON.
+const PANDAS_SPLIT = 'application/json; format=pandas-split';
+
 const schema = (withVariation: boolean) => ({
+  summary: withVariation
+    ? 'Predict with one variation, bypassing the traffic split'
+    : 'Predict: feature rows in (pandas split orient), one object per row out; X-Variation names who answered',
+  consumes: ['application/json', PANDAS_SPLIT],
   params: {
     type: 'object',
     required: withVariation ? ['model_id', 'variation_name'] : ['model_id'],
@@ -35,8 +42,7 @@ const schema = (withVariation: boolean) => ({
 type PredictRequest = FastifyRequest<{ Params: { model_id: string; variation_name?: string }; Body: FeaturePayload }>;
 
 export const predictRoutes: FastifyPluginAsync<{ predict: PredictService }> = async (app, { predict }) => {
-  // pandas' to_json(orient="split") clients send this media type.
-  app.addContentTypeParser('application/json; format=pandas-split', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  app.addContentTypeParser(PANDAS_SPLIT, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
 
   const handler = async (request: PredictRequest, reply: FastifyReply) => {
     const { model_id, variation_name } = request.params;

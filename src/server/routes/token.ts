@@ -18,6 +18,7 @@ export const tokenRoutes: FastifyPluginAsync<TokenRouteOptions> = async (app, { 
     '/api/v1/authentication/platform-api-key',
     {
       schema: {
+        summary: 'Exchange an API key for a 24-hour access token (JWT)',
         body: {
           type: 'object',
           required: ['platformApiKey'],

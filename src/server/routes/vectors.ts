@@ -7,12 +7,22 @@
 //   POST   /api/v1/vectors/upsert | search | delete | sample
 //   GET    /api/v1/vectors/collections/{collection}/{id}[?tenant_id=]   fetch
 //
+// and, beyond SPEC.md (delete also takes a `filter` instead of ids):
+//
+//   POST   /api/v1/vectors/count                        {collection_name, tenant_id?, filter?} -> {count}
+//   POST   /api/v1/vectors/scroll                       a page in id order, and the cursor of the next
+//   GET    /api/v1/vectors/export/{name}                the collection as an NDJSON file (snapshot-format.ts)
+//   POST   /api/v1/vectors/import[?name=]               a new collection from such a file
+//
+// Export and import are not under /collections/{name}/: a GET there is the fetch of a vector id.
 // Bodies may be up to MAX_VECTOR_BODY_BYTES (a batch of embeddings is large); beyond it, 413.
 import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import { ApiError } from '../../errors.js';
-import { upsertBodySchema } from '../../vectors/requests.js';
-import type { CreateCollectionBody, DeleteBody, SampleBody, SearchBody, VectorService } from '../../vectors/service.js';
-import { COLLECTION_NAME_PATTERN, MAX_DIMENSION, MAX_RESULTS, MAX_SAMPLES, MAX_TENANT_LENGTH, METRICS } from '../../vectors/types.js';
+import { validatorCompiler } from '../../validation.js';
+import { collectionDefinitionSchema, upsertBodySchema } from '../../vectors/requests.js';
+import type { CountBody, CreateCollectionBody, DeleteBody, SampleBody, ScrollBody, SearchBody, VectorService } from '../../vectors/service.js';
+import { SNAPSHOT_CONTENT_TYPE } from '../../vectors/snapshot-format.js';
+import { COLLECTION_NAME_PATTERN, MAX_RESULTS, MAX_SAMPLES, MAX_SCROLL_LIMIT, MAX_TENANT_LENGTH, METRICS } from '../../vectors/types.js';
 import { listOf, responses } from '../schemas.js';
 
 export interface VectorRouteOptions {
@@ -24,6 +34,9 @@ const tenantSchema = { type: 'string', minLength: 1, maxLength: MAX_TENANT_LENGT
 // A vector's properties are the caller's own JSON object: free-form by design.
 const propertiesSchema = { type: 'object', additionalProperties: true } as const;
 const numbers = { type: 'array', items: { type: 'number' } } as const;
+// Checked by parseFilter (src/vectors/filter.ts), which names the field at fault.
+const filterSchema = { type: 'object' } as const;
+const propertyNames = { type: 'array', maxItems: 1000, items: { type: 'string' } } as const;
 
 const collectionSchema = {
   type: 'object',
@@ -83,25 +96,8 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     '/api/v1/vectors/collections',
     {
       schema: {
-        body: {
-          type: 'object',
-          required: ['name', 'dimension'],
-          properties: {
-            name: { type: 'string', pattern: COLLECTION_NAME_PATTERN },
-            dimension: { type: 'integer', minimum: 1, maximum: MAX_DIMENSION },
-            metric: { type: 'string', enum: METRICS },
-            description: { type: 'string', maxLength: 4096 },
-            multi_tenant: { type: 'boolean' },
-            hnsw: {
-              type: 'object',
-              properties: {
-                m: { type: 'integer', minimum: 2, maximum: 100 },
-                ef_construction: { type: 'integer', minimum: 1, maximum: 10_000 },
-                ef: { type: 'integer', minimum: 1, maximum: 10_000 },
-              },
-            },
-          },
-        },
+        summary: 'Create a vector collection',
+        body: collectionDefinitionSchema,
         response: responses({ 201: collectionSchema }),
       },
     },
@@ -110,13 +106,13 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
 
   app.get(
     '/api/v1/vectors/collections',
-    { schema: { response: responses({ 200: listOf('collections', collectionSchema) }) } },
+    { schema: { summary: 'List the vector collections, with their vector counts', response: responses({ 200: listOf('collections', collectionSchema) }) } },
     async () => ({ collections: vectors.listCollections() }),
   );
 
   app.get<{ Params: { name: string } }>(
     '/api/v1/vectors/collections/:name',
-    { schema: { params: nameParams, response: responses({ 200: collectionSchema }) } },
+    { schema: { summary: 'Get a vector collection, with its index state', params: nameParams, response: responses({ 200: collectionSchema }) } },
     async (request) => vectors.getCollection(request.params.name),
   );
 
@@ -124,6 +120,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     '/api/v1/vectors/collections/:name',
     {
       schema: {
+        summary: 'Delete a vector collection with its vectors and index files',
         params: nameParams,
         response: responses({ 200: { type: 'object', required: ['name', 'deleted'], properties: { name: { type: 'string' }, deleted: { type: 'boolean' } } } }),
       },
@@ -142,6 +139,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
       {
         bodyLimit,
         schema: {
+          summary: 'Upsert vectors (insert new ids, replace existing ones)',
           body: upsertBodySchema,
           response: responses({ 200: { type: 'object', required: ['num_affected'], properties: { num_affected: { type: 'integer' } } } }),
         },
@@ -157,19 +155,20 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     {
       bodyLimit,
       schema: {
+        summary: 'Search the vectors nearest a reference vector, optionally filtered',
         body: {
           type: 'object',
           required: ['collection_name', 'reference_vector'],
           properties: {
             collection_name: { type: 'string' },
             reference_vector: { type: 'object', required: ['element'], properties: { element: numbers } },
-            properties: { type: 'array', maxItems: 1000, items: { type: 'string' } },
+            properties: propertyNames,
             max_results: { type: 'integer', minimum: 1, maximum: MAX_RESULTS, default: 10 },
             include_vector: { type: 'boolean', default: false },
             include_distance: { type: 'boolean', default: true },
             include_id: { type: 'boolean', default: true },
             tenant_id: tenantSchema,
-            filter: { type: 'object' },
+            filter: filterSchema,
           },
         },
         response: responses({
@@ -202,9 +201,11 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     {
       bodyLimit,
       schema: {
+        summary: 'Delete vectors by id, or those matching a filter',
+        // One of vector_identifiers and filter: the service says which is missing or extra.
         body: {
           type: 'object',
-          required: ['collection_name', 'vector_identifiers'],
+          required: ['collection_name'],
           properties: {
             collection_name: { type: 'string' },
             tenant_id: tenantSchema,
@@ -217,6 +218,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
                 properties: { vector_id: { type: 'string' }, tenant_id: tenantSchema },
               },
             },
+            filter: filterSchema,
           },
         },
         response: responses({ 200: { type: 'object', required: ['num_vectors_deleted'], properties: { num_vectors_deleted: { type: 'integer' } } } }),
@@ -229,6 +231,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     '/api/v1/vectors/collections/:collection/:id',
     {
       schema: {
+        summary: 'Fetch one vector by id',
         params: {
           type: 'object',
           required: ['collection', 'id'],
@@ -246,6 +249,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     {
       bodyLimit,
       schema: {
+        summary: 'Sample distinct vectors at random',
         body: {
           type: 'object',
           required: ['collection_name'],
@@ -261,4 +265,101 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     },
     async (request) => vectors.sample(request.body),
   );
+
+  app.post<{ Body: CountBody }>(
+    '/api/v1/vectors/count',
+    {
+      bodyLimit,
+      schema: {
+        summary: 'Count the vectors of a collection (and tenant), optionally filtered',
+        body: {
+          type: 'object',
+          required: ['collection_name'],
+          properties: { collection_name: { type: 'string' }, tenant_id: tenantSchema, filter: filterSchema },
+        },
+        response: responses({ 200: { type: 'object', required: ['count'], properties: { count: { type: 'integer' } } } }),
+      },
+    },
+    async (request) => vectors.count(request.body),
+  );
+
+  app.post<{ Body: ScrollBody }>(
+    '/api/v1/vectors/scroll',
+    {
+      bodyLimit,
+      schema: {
+        summary: 'Page through the vectors in id order, with a cursor',
+        body: {
+          type: 'object',
+          required: ['collection_name'],
+          properties: {
+            collection_name: { type: 'string' },
+            tenant_id: tenantSchema,
+            filter: filterSchema,
+            limit: { type: 'integer', minimum: 1, maximum: MAX_SCROLL_LIMIT, default: 100 },
+            cursor: { type: 'string', minLength: 1, maxLength: 4096 },
+            include_vector: { type: 'boolean', default: false },
+            properties: propertyNames,
+          },
+        },
+        response: responses({
+          200: {
+            type: 'object',
+            required: ['vectors', 'next_cursor'],
+            properties: { vectors: { type: 'array', items: vectorSchema }, next_cursor: { type: ['string', 'null'] } },
+          },
+        }),
+      },
+    },
+    async (request) => vectors.scroll(request.body),
+  );
+
+  app.get<{ Params: { name: string } }>(
+    '/api/v1/vectors/export/:name',
+    {
+      schema: {
+        summary: 'Export a collection: its definition and every vector, as an NDJSON file',
+        params: nameParams,
+        response: responses({
+          200: {
+            description: 'The export: a header line, one line per vector, a last line with the count and sha256',
+            content: { [SNAPSHOT_CONTENT_TYPE]: { schema: { type: 'string' } } },
+          },
+        }),
+      },
+    },
+    async (request, reply) => {
+      const exported = vectors.exportCollection(request.params.name);
+      return reply
+        .type(SNAPSHOT_CONTENT_TYPE)
+        .header('content-disposition', `attachment; filename="${exported.filename}"`)
+        .header('x-vector-count', String(exported.vectorCount))
+        .send(exported.stream);
+    },
+  );
+
+  // An export file reaches the handler as bytes, checked whole in the ingest worker before the
+  // collection is created with all its vectors in one transaction.
+  await app.register(async (raw) => {
+    raw.removeContentTypeParser('application/json');
+    raw.addContentTypeParser([SNAPSHOT_CONTENT_TYPE, 'application/json', 'application/octet-stream'], { parseAs: 'buffer', bodyLimit }, (_request, body, done) =>
+      done(null, body),
+    );
+    raw.post<{ Querystring: { name?: string }; Body: Buffer | undefined }>(
+      '/api/v1/vectors/import',
+      {
+        bodyLimit,
+        schema: {
+          summary: 'Create a collection from an export file, under its own name or ?name=',
+          consumes: [SNAPSHOT_CONTENT_TYPE, 'application/octet-stream', 'application/json'],
+          body: { type: 'string', format: 'binary', description: 'A file written by GET /api/v1/vectors/export/{name}' },
+          querystring: { type: 'object', properties: { name: { type: 'string', pattern: COLLECTION_NAME_PATTERN } } },
+          response: responses({ 201: collectionSchema }),
+        },
+        // The body is bytes, checked whole by parseSnapshot in the ingest worker.
+        validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)),
+      },
+      async (request, reply) => reply.code(201).send(await vectors.importCollection(request.body ?? Buffer.alloc(0), request.query.name)),
+    );
+  });
 };

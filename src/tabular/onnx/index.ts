@@ -17,4 +17,5 @@ export {
   type FeatureOutput,
   type FeatureSchema,
 } from './features.js';
+export { inputsHandlingMissingValues } from './missing-values.js';
 export { DATA_TYPE_CODES } from './tensor.js';

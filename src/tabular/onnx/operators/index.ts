@@ -7,6 +7,7 @@ import { ELEMENTWISE_OPERATORS } from './elementwise.js';
 import { LINALG_OPERATORS } from './linalg.js';
 import { ML_ENCODE_OPERATORS } from './ml-encode.js';
 import { ML_LINEAR_OPERATORS } from './ml-linear.js';
+import { ML_SVM_OPERATORS } from './ml-svm.js';
 import { ML_TREE_OPERATORS } from './ml-tree.js';
 import { NN_OPERATORS } from './nn.js';
 import { SHAPE_OPERATORS } from './shape.js';
@@ -21,6 +22,7 @@ export const OPERATORS: readonly OperatorSpec[] = [
   ...ML_LINEAR_OPERATORS,
   ...ML_ENCODE_OPERATORS,
   ...ML_TREE_OPERATORS,
+  ...ML_SVM_OPERATORS,
 ];
 
 const BY_NAME = new Map(OPERATORS.map((op) => [qualifiedOpType(op.domain, op.opType), op]));

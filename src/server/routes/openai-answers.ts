@@ -1,0 +1,101 @@
+// What the two OpenAI surfaces of library models share: the per-model routes (chat.ts,
+// /v1/<model_id>/...) and the root routes (openai-root.ts, /v1/..., the model in the body). The
+// body and answer schemas, reading a request body into a completion form, and answering it whole
+// or as Server-Sent Events through src/llm/chat/serve.ts, so both surfaces serve, meter and cancel
+// a request the same way.
+// @fastify/swagger declares the OpenAPI fields of a route schema (`summary`) that these routes set.
+import type {} from '@fastify/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { invalidArgument } from '../../errors.js';
+import { chatMessages, samplingParams } from '../../llm/chat/params.js';
+import { ChatForm, TextForm, startAnswer, type CompletionForm } from '../../llm/chat/serve.js';
+import type { LibraryDeployment, LibraryService } from '../../llm/library/service.js';
+import type { LlmMetrics } from '../../llm/metrics.js';
+import { streamEvents } from '../sse.js';
+
+export type OpenAiBody = Record<string, unknown>;
+
+const modelField = { type: 'string', minLength: 1, maxLength: 256 } as const;
+
+/** Request bodies: on the root routes `model` is required, since it picks the model. */
+export const chatBodySchema = (modelRequired: boolean) =>
+  ({ type: 'object', required: modelRequired ? ['model', 'messages'] : ['messages'], properties: { model: modelField, messages: { type: 'array' } } }) as const;
+export const textBodySchema = (modelRequired: boolean) =>
+  ({ type: 'object', required: modelRequired ? ['model', 'prompt'] : ['prompt'], properties: { model: modelField } }) as const;
+
+const usageSchema = {
+  type: 'object',
+  required: ['prompt_tokens', 'completion_tokens', 'total_tokens'],
+  properties: { prompt_tokens: { type: 'integer' }, completion_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } },
+} as const;
+
+/** A whole (non-streamed) answer; a streamed one bypasses serialization (sse.ts), so no schema covers its chunks. */
+const answerSchema = (choice: { required: readonly string[]; properties: object }) =>
+  ({
+    type: 'object',
+    required: ['id', 'object', 'created', 'model', 'choices', 'usage'],
+    properties: {
+      id: { type: 'string' },
+      object: { type: 'string' },
+      created: { type: 'integer' },
+      model: { type: 'string' },
+      choices: { type: 'array', items: { type: 'object', ...choice } },
+      usage: usageSchema,
+    },
+  }) as const;
+
+export const chatAnswerSchema = answerSchema({
+  required: ['index', 'message', 'logprobs', 'finish_reason'],
+  properties: {
+    index: { type: 'integer' },
+    message: { type: 'object', required: ['role', 'content'], properties: { role: { type: 'string' }, content: { type: 'string' } } },
+    logprobs: { type: 'null' },
+    finish_reason: { type: 'string' },
+  },
+});
+
+export const textAnswerSchema = answerSchema({
+  required: ['index', 'text', 'logprobs', 'finish_reason'],
+  properties: { index: { type: 'integer' }, text: { type: 'string' }, logprobs: { type: 'null' }, finish_reason: { type: 'string' } },
+});
+
+export const modelCardSchema = {
+  type: 'object',
+  required: ['id', 'object', 'created', 'owned_by'],
+  properties: { id: { type: 'string' }, object: { type: 'string' }, created: { type: 'integer' }, owned_by: { type: 'string' } },
+} as const;
+
+export const modelListSchema = {
+  type: 'object',
+  required: ['object', 'data'],
+  properties: { object: { type: 'string' }, data: { type: 'array', items: modelCardSchema } },
+} as const;
+
+/** A library model in the OpenAI model-object form. */
+export const modelCard = (dep: LibraryDeployment) => ({ id: dep.modelId, object: 'model', created: Math.floor(dep.createdAt / 1000), owned_by: 'platform' });
+
+/** The chat form of a body: its `messages`, checked. */
+export const chatForm = (body: OpenAiBody): CompletionForm => new ChatForm(chatMessages(body.messages));
+
+/** The legacy completion form of a body: its `prompt`, a string. */
+export function textForm(body: OpenAiBody): CompletionForm {
+  if (typeof body.prompt !== 'string') throw invalidArgument('prompt must be a string', 'prompt');
+  return new TextForm(body.prompt);
+}
+
+/**
+ * Starts the completion of `form` on `modelId` and answers with one JSON object, or as Server-Sent
+ * Events when the body asks to stream; a client that disconnects cancels the generation.
+ */
+export function answerCompletion(
+  services: { library: LibraryService; metrics: LlmMetrics },
+  request: FastifyRequest<{ Body: OpenAiBody }>,
+  reply: FastifyReply,
+  modelId: string,
+  form: CompletionForm,
+) {
+  const params = samplingParams(request.body);
+  const started = startAnswer(services.library, services.metrics, modelId, form, params);
+  if (!params.stream) return started.whole();
+  return streamEvents(request, reply, started.chunks(), () => started.cancel());
+}
