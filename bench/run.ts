@@ -1,6 +1,8 @@
 // Runs every bench/*.bench.ts in turn (npm run bench), or only those whose file name contains
 // one of the arguments (npm run bench -- gemm). Each benchmark module exports a default async
-// function that prints its own table.
+// function that prints its own table. bench/llm/serving-client.ts is not one: it is a command line
+// against a server that is already running (see bench/README.md); serving.bench.ts uses its
+// functions and runs here.
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';

@@ -4,6 +4,13 @@
 // the engine's TypeScript interface, and the ratios show what HTTP, SSE and the host cost. The
 // server's own /metrics figures are printed beside the client's.
 //
+// The workload, the concurrency driver, the HTTP client and the figures are those of
+// bench/llm/serving-client.ts (randomWordRequests, runConcurrently, sendStreamingChat, summarize),
+// so both paths and the standalone client share one definition of each: TTFT is send to the first
+// chunk carrying text (in-process: to the first token), TPOT is (E2E - TTFT) / (tokens - 1) as vLLM
+// computes it, and the median and p99 are numpy.percentile's linear interpolation, as vLLM reports
+// them (not nearest rank).
+//
 // The model is synthetic (random weights, Q8_0): SERVING_BENCH_DIM (512), _LAYERS (6); or an
 // existing GGUF file: SERVING_BENCH_MODEL (e.g. the Llama-3-8B-shaped file that
 // native/tools/platform-make-gguf writes for the CUDA runs). SERVING_BENCH_INSTANCE_TYPE: cpu
@@ -23,6 +30,7 @@ import { ChatTemplate, DEFAULT_CHAT_TEMPLATE } from '../src/llm/chat/template.js
 import { tinyModel, writeGguf } from '../test/helpers/gguf-writer.js';
 import { spmVocab } from '../test/helpers/llm-models.js';
 import { freePort } from './support/free-port.js';
+import { randomWordRequests, runConcurrently, sendStreamingChat, summarize, type RequestOutcome, type ServingRequest, type ServingSummary } from './llm/serving-client.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DIM = Number(process.env.SERVING_BENCH_DIM ?? 512);
@@ -32,48 +40,19 @@ const CONCURRENCY = (process.env.SERVING_BENCH_CONCURRENCY ?? '1,16').split(',')
 const MAX_RUNNING = Math.max(16, ...CONCURRENCY);
 const MODEL_FILE = process.env.SERVING_BENCH_MODEL;
 const INSTANCE_TYPE = process.env.SERVING_BENCH_INSTANCE_TYPE === 'cuda' ? 'cuda' : 'cpu';
-const WORDS = ['the', 'a', 'little', 'girl', 'was', 'in', 'time', 'once', 'upon', 'there', 'and', 'to', 'world', 'hello', 'it', 'is', 'of'];
+const TEMPERATURE = 0.8;
 
-interface Job {
-  prompt: string;
-  maxTokens: number;
-  seed: number;
+/** REQUESTS prompts of 16-128 random words asking for 16-96 tokens, each with its own sampling seed. */
+function workload(seed: number): ServingRequest[] {
+  return randomWordRequests(REQUESTS, { inputWords: [16, 128], maxTokens: [16, 96], seed }).map((request, i) => ({ ...request, seed: i + 1 }));
 }
 
-interface Measured {
-  ttftMs: number;
-  tpotMs: number | null;
-  tokens: number;
+/** Throws with the first failure: figures over a partial run would mislead. */
+function allSucceeded(label: string, outcomes: RequestOutcome[]): void {
+  const failed = outcomes.filter((o) => !o.success);
+  if (failed.length > 0) throw new Error(`${label}: ${failed.length} of ${outcomes.length} requests failed; the first: ${failed[0]!.error}`);
 }
 
-function workload(seed: number): Job[] {
-  let s = seed >>> 0;
-  const r = () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
-  return Array.from({ length: REQUESTS }, (_, i) => ({
-    prompt: Array.from({ length: 16 + Math.floor(r() * 112) }, () => WORDS[Math.floor(r() * WORDS.length)]).join(' '),
-    maxTokens: 16 + Math.floor(r() * 80),
-    seed: i + 1,
-  }));
-}
-
-/** Runs jobs with at most `concurrency` in flight; returns wall time and per-request figures. */
-async function drive(jobs: Job[], concurrency: number, one: (job: Job) => Promise<Measured>): Promise<{ wallMs: number; results: Measured[] }> {
-  const results: Measured[] = [];
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < jobs.length) results.push(await one(jobs[next++]!));
-    }),
-  );
-  return { wallMs: performance.now() - started, results };
-}
-
-const stats = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
-  return { mean: sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length), p50: at(50), p99: at(99) };
-};
 const f = (n: number) => (Number.isFinite(n) ? n.toFixed(n >= 100 ? 0 : 2) : '-');
 
 export default async function run(): Promise<void> {
@@ -119,70 +98,49 @@ export default async function run(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
 
-    const overHttp = async (job: Job): Promise<Measured> => {
-      const sent = performance.now();
-      const res = await fetch(`${url}/v1/bench/chat/completions`, {
-        method: 'POST',
-        headers: auth,
-        body: JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: job.prompt }], max_tokens: job.maxTokens, temperature: 0.8, seed: job.seed, stream: true, stream_options: { include_usage: true } }),
-      });
-      const reader = res.body!.getReader();
-      const decoder = new TextDecoder();
-      let text = '';
-      let first: number | null = null;
-      let last = sent;
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        const chunk = decoder.decode(value, { stream: true });
-        text += chunk;
-        if (chunk.includes('"content":"') && !chunk.includes('"role"')) {
-          first ??= performance.now();
-          last = performance.now();
-        }
-      }
-      const usage = text.match(/"usage":\{"prompt_tokens":\d+,"completion_tokens":(\d+)/);
-      const tokens = usage ? Number(usage[1]) : 0;
-      const f0 = first ?? last;
-      return { ttftMs: f0 - sent, tpotMs: tokens > 1 ? (last - f0) / (tokens - 1) : null, tokens };
-    };
+    // The deployment's own OpenAI surface (/v1/<deployment>/chat/completions), as before.
+    const client = { baseUrl: `${url}/v1/bench`, model: 'bench', apiKey: accessToken, temperature: TEMPERATURE };
 
     const engine = await loadModel(file, { backend: INSTANCE_TYPE, maxRunningSequences: MAX_RUNNING, contextLength: 2048, ...(process.env.LLM_KV_CACHE_BYTES ? { kvCacheBytes: Number(process.env.LLM_KV_CACHE_BYTES) } : {}) });
-    const inProcess = async (job: Job): Promise<Measured> => {
+    /** The request through the engine's TypeScript interface, timed as the client times a stream. */
+    const inProcess = async (request: ServingRequest): Promise<RequestOutcome> => {
       const sent = performance.now();
-      const prompt = tokenizer.encode(template.render([{ role: 'user', content: job.prompt }]), { addSpecial: true, parseSpecial: true });
-      const gen = engine.generate(prompt, { maxTokens: job.maxTokens, temperature: 0.8, seed: job.seed });
+      const prompt = tokenizer.encode(template.render([{ role: 'user', content: request.prompt }]), { addSpecial: true, parseSpecial: true });
+      const gen = engine.generate(prompt, { maxTokens: request.maxTokens, temperature: TEMPERATURE, ...(request.seed !== undefined ? { seed: request.seed } : {}) });
+      const itlMs: number[] = [];
       let first: number | null = null;
       let last = sent;
       let tokens = 0;
       for await (const _ of gen) {
-        first ??= performance.now();
-        last = performance.now();
+        const at = performance.now();
+        if (first === null) first = at;
+        else itlMs.push(at - last);
+        last = at;
         tokens++;
       }
-      const f0 = first ?? last;
-      return { ttftMs: f0 - sent, tpotMs: tokens > 1 ? (last - f0) / (tokens - 1) : null, tokens };
+      const e2eMs = performance.now() - sent;
+      const ttftMs = first === null ? null : first - sent;
+      const tpotMs = ttftMs !== null && tokens > 1 ? (e2eMs - ttftMs) / (tokens - 1) : null;
+      return { success: true, error: null, generatedText: '', contentChunks: tokens, finishReason: null, promptTokens: prompt.length, outputTokens: tokens, ttftMs, itlMs, tpotMs, e2eMs };
     };
 
     const rows: string[][] = [];
     for (const c of CONCURRENCY) {
-      const jobs = workload(c);
-      const http = await drive(jobs, c, overHttp);
-      const local = await drive(jobs, c, inProcess);
-      const summarize = (label: string, r: { wallMs: number; results: Measured[] }) => {
-        const tokens = r.results.reduce((n, x) => n + x.tokens, 0);
-        const ttft = stats(r.results.map((x) => x.ttftMs));
-        const tpot = stats(r.results.flatMap((x) => (x.tpotMs === null ? [] : [x.tpotMs])));
-        return { label, rps: r.results.length / (r.wallMs / 1000), tps: tokens / (r.wallMs / 1000), ttft, tpot };
-      };
-      const a = summarize('http', http);
-      const b = summarize('in-process', local);
-      for (const s of [a, b]) rows.push([String(c), s.label, f(s.rps), f(s.tps), `${f(s.ttft.mean)} / ${f(s.ttft.p50)} / ${f(s.ttft.p99)}`, `${f(s.tpot.mean)} / ${f(s.tpot.p50)} / ${f(s.tpot.p99)}`]);
-      rows.push([String(c), 'http / in-process', `${f((a.rps / b.rps) * 100)} %`, `${f((a.tps / b.tps) * 100)} %`, `${f((a.ttft.mean / b.ttft.mean) * 100)} %`, `${f((a.tpot.mean / b.tpot.mean) * 100)} %`]);
+      const requests = workload(c);
+      const http = await runConcurrently(requests, c, (request) => sendStreamingChat(client, request));
+      allSucceeded(`http at concurrency ${c}`, http.results);
+      const local = await runConcurrently(requests, c, inProcess);
+      const a = summarize(http.results, http.durationMs);
+      const b = summarize(local.results, local.durationMs);
+      for (const [label, s] of [['http', a], ['in-process', b]] as Array<[string, ServingSummary]>) {
+        rows.push([String(c), label, f(s.requestThroughput), f(s.outputThroughput), `${f(s.ttftMs.mean)} / ${f(s.ttftMs.median)} / ${f(s.ttftMs.p99)}`, `${f(s.tpotMs.mean)} / ${f(s.tpotMs.median)} / ${f(s.tpotMs.p99)}`]);
+      }
+      rows.push([String(c), 'http / in-process', `${f((a.requestThroughput / b.requestThroughput) * 100)} %`, `${f((a.outputThroughput / b.outputThroughput) * 100)} %`, `${f((a.ttftMs.mean / b.ttftMs.mean) * 100)} %`, `${f((a.tpotMs.mean / b.tpotMs.mean) * 100)} %`]);
     }
     await engine.unload();
     const server = (await (await fetch(`${url}/api/v1/models/bench/metrics`, { headers: auth })).json()) as Record<string, any>;
 
+    // p50 and p99: numpy.percentile's linear interpolation (serving-client's summarize), as vLLM reports.
     const header = ['conc.', 'path', 'req/s', 'output tok/s', 'TTFT ms mean / p50 / p99', 'TPOT ms mean / p50 / p99'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const line = (cells: string[]) => `| ${cells.map((x, i) => x.padStart(widths[i]!)).join(' | ')} |`;

@@ -11,6 +11,8 @@ export interface Config {
   /** HS256 secret from PLATFORM_TOKEN_SECRET; when absent one is made in DATA_DIR. */
   tokenSecret: string | undefined;
   metricsPublic: boolean;
+  /** Serve /openapi.json and /docs without a token (DOCS_PUBLIC=1); by default they need one, like every route. */
+  docsPublic: boolean;
   /** Largest accepted request body, in bytes (413 beyond it). */
   bodyLimitBytes: number;
   /** Failed key exchanges allowed per client address within the window before 429. */
@@ -35,6 +37,12 @@ export interface Config {
 export interface VectorConfig {
   /** Largest body accepted by the vector routes (413 beyond it); the default fits 500 x 768 floats many times. */
   maxBodyBytes: number;
+  /** Largest import body (an export file), read as it arrives; 413 beyond it. */
+  maxImportBytes: number;
+  /** An export not read by its client for this long is ended and its snapshot released. */
+  exportIdleTimeoutMs: number;
+  /** Exports streaming at once; beyond, 429 with Retry-After. */
+  maxConcurrentExports: number;
   /** HNSW defaults for new collections: links per node, build-time and search-time candidate lists. */
   defaultM: number;
   defaultEfConstruction: number;
@@ -101,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: logLevel as Config['logLevel'],
     tokenSecret,
     metricsPublic: flag(env, 'METRICS_PUBLIC'),
+    docsPublic: flag(env, 'DOCS_PUBLIC'),
     bodyLimitBytes: integer(env, 'MAX_BODY_BYTES', 32 * 1024 * 1024, 1024, 2 ** 31 - 1),
     authFailureLimit: integer(env, 'AUTH_FAILURE_LIMIT', 10, 1, 1_000_000),
     authFailureWindowMs: integer(env, 'AUTH_FAILURE_WINDOW_SECONDS', 60, 1, 86_400) * 1000,
@@ -108,6 +117,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBuildBytes: integer(env, 'MAX_BUILD_BYTES', 512 * 1024 * 1024, 1024, 2 ** 31 - 1),
     vectors: {
       maxBodyBytes: integer(env, 'MAX_VECTOR_BODY_BYTES', 64 * 1024 * 1024, 1024, 2 ** 31 - 1),
+      maxImportBytes: integer(env, 'MAX_VECTOR_IMPORT_BYTES', 1024 * 1024 * 1024, 1024, Number.MAX_SAFE_INTEGER),
+      exportIdleTimeoutMs: integer(env, 'VECTOR_EXPORT_IDLE_TIMEOUT_MS', 30_000, 100, 86_400_000),
+      maxConcurrentExports: integer(env, 'VECTOR_MAX_CONCURRENT_EXPORTS', 4, 1, 1024),
       defaultM: integer(env, 'VECTOR_DEFAULT_M', 16, 2, 100),
       defaultEfConstruction: integer(env, 'VECTOR_DEFAULT_EF_CONSTRUCTION', 200, 1, 10_000),
       defaultEf: integer(env, 'VECTOR_DEFAULT_EF', 64, 1, 10_000),

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/store/database.js';
 import { runCli } from './helpers/cli.js';
 import { runHostToExit, spawnHost, startLineOf } from './helpers/child-host.js';
 import { apiClient, waitForDeployment } from './helpers/api.js';
@@ -134,7 +135,7 @@ describe('start-up failures are one line', () => {
   });
 
   it('a bad variable exits 2 naming it', async () => {
-    for (const [name, value] of [['PORT', 'eighty'], ['LOG_LEVEL', 'loud'], ['METRICS_PUBLIC', 'maybe'], ['PLATFORM_TOKEN_SECRET', 'short']] as const) {
+    for (const [name, value] of [['PORT', 'eighty'], ['LOG_LEVEL', 'loud'], ['METRICS_PUBLIC', 'maybe'], ['DOCS_PUBLIC', 'maybe'], ['PLATFORM_TOKEN_SECRET', 'short']] as const) {
       const res = await runHostToExit({ [name]: value });
       expect(res.code).toBe(2);
       expect(res.stderr.trim().split('\n')).toHaveLength(1);
@@ -164,7 +165,7 @@ describe('the start line', () => {
     expect(await again.exited).toBe(0);
   });
 
-  it('lists the realtime and library models it restored, with their status', async () => {
+  it('lists the realtime and library models, with how this start left each one', async () => {
     const dataDir = tempDir();
     const modelsDir = tempDir();
     writeTinyChatModel(modelsDir, 'tiny-chat');
@@ -193,9 +194,25 @@ describe('the start line', () => {
     first.proc.kill('SIGTERM');
     expect(await first.exited).toBe(0);
 
+    // Two library deployments that this start does not load: one that failed for a broken file
+    // (FAILED until it is deployed again) and one a stop interrupted while it loaded.
+    const db = openDatabase(dataDir);
+    for (const [id, status, reason, kind, later] of [
+      ['broken', 'FAILED', 'GGUF header is damaged', 'load_error', Date.now() + 1000],
+      ['halfway', 'DEPLOYING', null, null, Date.now() + 2000],
+    ] as const) {
+      db.prepare("INSERT INTO models (id, project, description, kind, created_at) VALUES (?, 'library', '', 'library', ?)").run(id, later);
+      db.prepare(
+        `INSERT INTO library_deployments (model_id, name, file, instance_type, status, reason, failure_kind, created_at, updated_at)
+         VALUES (?, ?, ?, 'cpu', ?, ?, ?, ?, ?)`,
+      ).run(id, id, `${id}.gguf`, status, reason, kind, later, later);
+    }
+    db.close();
+
     const second = await spawnHost(env);
     expect(await startLineOf(second)).toBe(
-      `platform: listening on ${second.url}; DATA_DIR ${dataDir}; MODELS_DIR ${modelsDir}; restored 2 models: fraud (realtime, LIVE), tinyllama (library, LIVE)`,
+      `platform: listening on ${second.url}; DATA_DIR ${dataDir}; MODELS_DIR ${modelsDir}; 4 models: fraud (realtime, LIVE), tinyllama (library, LIVE), ` +
+        'broken (library, FAILED: load_error, not retried), halfway (library, FAILED: interrupted, not retried)',
     );
     second.proc.kill('SIGTERM');
     expect(await second.exited).toBe(0);

@@ -1,12 +1,15 @@
 // The API document (GET /openapi.json) and the docs page (GET /docs), through the real host: the
 // document is valid OpenAPI 3.1, lists every route Fastify registered with a summary and a tag,
 // points every error response at the one error body, says which routes need the token (and the
-// host agrees, route by route), and the docs page loads all of its files from this host.
+// host agrees, route by route), and the docs page loads all of its files from this host. The
+// document and the page need the token like every route (DESIGN.md section 3) unless
+// DOCS_PUBLIC=1, and the document says so in both modes.
 import diagnostics from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import { errorBodySchema } from '../src/errors.js';
 import { packageRoot } from '../src/native/addon.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
@@ -27,15 +30,10 @@ interface OpenApiDocument {
 }
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];
-const PUBLIC = new Set([
-  'GET /healthz',
-  'GET /readyz',
-  'POST /api/v1/authentication/platform-api-key',
-  'GET /openapi.json',
-  'GET /docs',
-  'GET /docs/json',
-  'GET /docs/yaml',
-]);
+/** The routes that need no token, by default and with DOCS_PUBLIC=1. */
+const PUBLIC = new Set(['GET /healthz', 'GET /readyz', 'POST /api/v1/authentication/platform-api-key']);
+const DOCS = ['GET /openapi.json', 'GET /docs', 'GET /docs/json', 'GET /docs/yaml'];
+const PUBLIC_WITH_DOCS = new Set([...PUBLIC, ...DOCS]);
 const TAGS = ['auth', 'keys', 'engine', 'realtime models', 'audiences', 'library', 'chat (OpenAI)', 'vectors', 'health/metrics'];
 
 /** Starts a host, recording each route Fastify registers (HEAD twins left out). */
@@ -64,33 +62,79 @@ function operations(doc: OpenApiDocument): Array<{ key: string; path: string; me
 
 const toOpenApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
-async function fetchDocument(host: TestHost): Promise<OpenApiDocument> {
-  const res = await fetch(`${host.url}/openapi.json`);
+async function fetchDocument(host: TestHost, token?: string): Promise<OpenApiDocument> {
+  const res = await fetch(`${host.url}/openapi.json`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   return (await res.json()) as OpenApiDocument;
 }
 
+/**
+ * Where the document and the host disagree about the token: each operation's `security` against
+ * `publicRoutes`, and the host's answer without a token (a protected route answers 401 before it
+ * reads anything; a public one never does).
+ */
+async function securityMismatches(host: TestHost, doc: OpenApiDocument, publicRoutes: ReadonlySet<string>): Promise<string[]> {
+  const wrong: string[] = [];
+  for (const { key, path, method, op } of operations(doc)) {
+    const expected = publicRoutes.has(key) ? undefined : [{ platformToken: [] }];
+    if (JSON.stringify(op.security) !== JSON.stringify(expected)) wrong.push(`${key}: security ${JSON.stringify(op.security)}`);
+    const res = await fetch(host.url + path.replace(/\{[^}]+\}/g, 'probe'), { method });
+    await res.arrayBuffer();
+    if ((res.status === 401) !== Boolean(op.security)) wrong.push(`${key}: ${res.status} without a token`);
+  }
+  return wrong;
+}
+
+/** Fetches the docs page at `page` and every file it names, all from this host. */
+async function checkDocsPage(host: TestHost, page: string, headers: Record<string, string>): Promise<void> {
+  const res = await fetch(host.url + page, { headers });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+  const html = await res.text();
+  expect(html).toContain('<title>model-serving-platform API docs</title>');
+  const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+  expect(refs.length).toBeGreaterThanOrEqual(5);
+  expect(refs.some((r) => r.endsWith('swagger-ui-bundle.js'))).toBe(true);
+  expect(refs.some((r) => r.endsWith('swagger-ui.css'))).toBe(true);
+  for (const ref of refs) {
+    const url = new URL(ref, host.url + page);
+    expect(url.origin, ref).toBe(new URL(host.url).origin);
+    const asset = await fetch(url, { headers });
+    const bytes = await asset.arrayBuffer();
+    expect(asset.status, url.pathname).toBe(200);
+    expect(bytes.byteLength, url.pathname).toBeGreaterThan(0);
+    const type = asset.headers.get('content-type') ?? '';
+    if (ref.endsWith('.js')) expect(type, url.pathname).toMatch(/javascript/);
+    if (ref.endsWith('.css')) expect(type, url.pathname).toMatch(/^text\/css/);
+    if (ref.endsWith('.png')) expect(type, url.pathname).toMatch(/^image\/png/);
+  }
+}
+
 let host: TestHost;
 let routes: string[];
 let doc: OpenApiDocument;
+let auth: Record<string, string>;
 
 beforeAll(async () => {
   ({ host, routes } = await startRecordingRoutes());
-  doc = await fetchDocument(host);
+  auth = { authorization: `Bearer ${(await tokenFor(host)).token}` };
+  doc = await fetchDocument(host, (await tokenFor(host, 'docs')).token);
 });
 afterAll(async () => {
   await host.close();
 });
 
 describe('GET /openapi.json', () => {
-  it('needs no token, while the API behind it still does', async () => {
-    expect((await fetch(`${host.url}/openapi.json`, { headers: { authorization: 'Bearer not-a-token' } })).status).toBe(200);
-    const refused = await fetch(`${host.url}/api/v1/engine`);
-    expect(refused.status).toBe(401);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('unauthenticated');
-    const { token } = await tokenFor(host);
-    expect((await fetch(`${host.url}/api/v1/engine`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+  it('needs the token, as every route but the health checks does', async () => {
+    for (const headers of [{}, { authorization: 'Bearer not-a-token' }] as Array<Record<string, string>>) {
+      const refused = await fetch(`${host.url}/openapi.json`, { headers });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('unauthenticated');
+    }
+    expect((await fetch(`${host.url}/openapi.json`, { headers: auth })).status).toBe(200);
+    expect((await fetch(`${host.url}/api/v1/engine`, { headers: auth })).status).toBe(200);
   });
 
   it('is a valid OpenAPI 3.1 document with a title and the package version', async () => {
@@ -168,16 +212,12 @@ describe('GET /openapi.json', () => {
     expect(scheme.description).toContain('POST /api/v1/authentication/platform-api-key');
     expect((doc as unknown as { security?: unknown }).security).toBeUndefined();
 
-    const wrong: string[] = [];
-    for (const { key, path, method, op } of operations(doc)) {
-      const expected = PUBLIC.has(key) ? undefined : [{ platformToken: [] }];
-      if (JSON.stringify(op.security) !== JSON.stringify(expected)) wrong.push(`${key}: security ${JSON.stringify(op.security)}`);
-      // No token: a protected route answers 401 before it reads anything; a public one never does.
-      const res = await fetch(host.url + path.replace(/\{[^}]+\}/g, 'probe'), { method });
-      await res.arrayBuffer();
-      if ((res.status === 401) !== Boolean(op.security)) wrong.push(`${key}: ${res.status} without a token`);
+    expect(await securityMismatches(host, doc, PUBLIC)).toEqual([]);
+    // The document's own routes are among the protected ones.
+    for (const key of DOCS) {
+      const [method, path] = key.split(' ') as [string, string];
+      expect(doc.paths[path]![method.toLowerCase()]!.security, key).toEqual([{ platformToken: [] }]);
     }
-    expect(wrong).toEqual([]);
   });
 
   it('documents the bodies that are not plain JSON', () => {
@@ -202,47 +242,62 @@ describe('GET /openapi.json', () => {
 });
 
 describe('GET /docs', () => {
-  it('serves an HTML page whose every asset loads from this host, without a token', async () => {
-    for (const page of ['/docs', '/docs/']) {
+  it('serves an HTML page whose every asset loads from this host, with the token', async () => {
+    for (const page of ['/docs', '/docs/']) await checkDocsPage(host, page, auth);
+  });
+
+  it('refuses the page, its files and its copies of the document without the token', async () => {
+    for (const page of ['/docs', '/docs/', '/docs/json', '/docs/yaml', '/docs/static/swagger-ui.css', '/docs/static/swagger-initializer.js']) {
       const res = await fetch(host.url + page);
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-      const html = await res.text();
-      expect(html).toContain('<title>model-serving-platform API docs</title>');
-      const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
-      expect(refs.length).toBeGreaterThanOrEqual(5);
-      expect(refs.some((r) => r.endsWith('swagger-ui-bundle.js'))).toBe(true);
-      expect(refs.some((r) => r.endsWith('swagger-ui.css'))).toBe(true);
-      for (const ref of refs) {
-        const url = new URL(ref, host.url + page);
-        expect(url.origin, ref).toBe(new URL(host.url).origin);
-        const asset = await fetch(url);
-        const bytes = await asset.arrayBuffer();
-        expect(asset.status, url.pathname).toBe(200);
-        expect(bytes.byteLength, url.pathname).toBeGreaterThan(0);
-        const type = asset.headers.get('content-type') ?? '';
-        if (ref.endsWith('.js')) expect(type, url.pathname).toMatch(/javascript/);
-        if (ref.endsWith('.css')) expect(type, url.pathname).toMatch(/^text\/css/);
-        if (ref.endsWith('.png')) expect(type, url.pathname).toMatch(/^image\/png/);
-      }
+      expect(res.status, page).toBe(401);
+      expect(((await res.json()) as { error: { code: string } }).error.code, page).toBe('unauthenticated');
     }
   });
 
   it('points Swagger UI at this host\'s copy of the document', async () => {
-    const init = await (await fetch(`${host.url}/docs/static/swagger-initializer.js`)).text();
+    const init = await (await fetch(`${host.url}/docs/static/swagger-initializer.js`, { headers: auth })).text();
     expect(init).toContain("resolveUrl('./json')");
-    const viaDocs = await fetch(`${host.url}/docs/json`);
+    const viaDocs = await fetch(`${host.url}/docs/json`, { headers: auth });
     expect(viaDocs.status).toBe(200);
     expect(await viaDocs.json()).toEqual(doc);
-    const yaml = await fetch(`${host.url}/docs/yaml`);
+    const yaml = await fetch(`${host.url}/docs/yaml`, { headers: auth });
     expect(yaml.status).toBe(200);
     expect(await yaml.text()).toContain('openapi: 3.1.0');
   });
 
   it('answers a missing asset with the one error shape', async () => {
-    const res = await fetch(`${host.url}/docs/static/no-such-file.js`);
+    const res = await fetch(`${host.url}/docs/static/no-such-file.js`, { headers: auth });
     expect(res.status).toBe(404);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
+  });
+});
+
+describe('with DOCS_PUBLIC=1', () => {
+  it('serves the document and the docs page without a token, documents them as public, and the rest still needs one', async () => {
+    const { host: open, routes: openRoutes } = await startRecordingRoutes({ DOCS_PUBLIC: '1' });
+    try {
+      const openDoc = await fetchDocument(open);
+      // The same routes as by default; only the docs routes' security differs.
+      expect([...openRoutes].sort()).toEqual([...routes].sort());
+      expect(await securityMismatches(open, openDoc, PUBLIC_WITH_DOCS)).toEqual([]);
+      for (const key of DOCS) {
+        const [method, path] = key.split(' ') as [string, string];
+        expect(openDoc.paths[path]![method.toLowerCase()]!.security, key).toBeUndefined();
+      }
+      expect(openDoc.paths['/api/v1/engine']!.get!.security).toEqual([{ platformToken: [] }]);
+      expect((await fetch(`${open.url}/api/v1/engine`)).status).toBe(401);
+      await checkDocsPage(open, '/docs', {});
+      expect((await fetch(`${open.url}/docs/json`)).status).toBe(200);
+    } finally {
+      await open.close();
+    }
+  });
+
+  it('is a flag: 1 or 0, anything else stops the configuration', () => {
+    expect(loadConfig({}).docsPublic).toBe(false);
+    expect(loadConfig({ DOCS_PUBLIC: '1' }).docsPublic).toBe(true);
+    expect(loadConfig({ DOCS_PUBLIC: '0' }).docsPublic).toBe(false);
+    expect(() => loadConfig({ DOCS_PUBLIC: 'maybe' })).toThrow('DOCS_PUBLIC must be 1 or 0, got "maybe"');
   });
 });
 
@@ -250,7 +305,7 @@ describe('with METRICS_PUBLIC=1', () => {
   it('documents /metrics as public, and it is', async () => {
     const { host: open } = await startRecordingRoutes({ METRICS_PUBLIC: '1' });
     try {
-      const openDoc = await fetchDocument(open);
+      const openDoc = await fetchDocument(open, (await tokenFor(open)).token);
       expect(openDoc.paths['/metrics']!.get!.security).toBeUndefined();
       expect(openDoc.paths['/api/v1/keys']!.get!.security).toEqual([{ platformToken: [] }]);
       const res = await fetch(`${open.url}/metrics`);

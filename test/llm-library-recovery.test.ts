@@ -1,6 +1,8 @@
 // A library deployment whose GGUF file went missing recovers by itself once the file is back:
 // through real restarts of the child host, it is FAILED with a clear reason while the file is
 // gone (tried once per start, not in a loop), and LIVE again, answering chat, after it returns.
+// The reason, with MODELS_DIR's path and what to do, is for the operator (the deployment status);
+// inference callers get a 503 that names no path, and no route lists or shows the model meanwhile.
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -68,17 +70,37 @@ describe('a library model whose file went missing', () => {
     fs.renameSync(path.join(modelsDir, file), aside);
     const reason = `the model file "${file}" is missing from MODELS_DIR (${modelsDir}); put it back and restart the host, which tries again at start-up, or undeploy the model`;
     host = await spawnHost(env);
-    expect(await startLineOf(host)).toMatch(/restored 1 model: tiny \(library, FAILED\)$/);
+    expect(await startLineOf(host)).toMatch(/; 1 model: tiny \(library, FAILED: missing_file\)$/);
     api = await connect(host, key);
     expect(await settled(api, 'tiny')).toMatchObject({ status: 'FAILED', reason });
     const refused = await chat(api);
     expect(refused.status).toBe(503);
-    expect(refused.body.error?.message).toBe(`model "tiny" failed to load: ${reason}`);
+    const unavailable = {
+      code: 'unavailable',
+      message: 'model "tiny" failed to load; its deployment status (GET /api/v1/library/deployments/tiny) says why',
+      param: null,
+      type: expect.any(String),
+    };
+    expect(refused.body.error).toEqual(unavailable);
+    expect(JSON.stringify(refused.body)).not.toContain(modelsDir);
+    // Every route of the model answers the same, the root surface included; none lists it.
+    for (const [method, url, body] of [
+      ['POST', '/v1/chat/completions', { model: 'tiny', messages: [{ role: 'user', content: 'Hello' }] }],
+      ['POST', '/v1/tiny/completions', { model: 'tiny', prompt: 'Hello' }],
+      ['POST', '/api/v1/models/tiny/tokenize', { text: 'Hello' }],
+      ['GET', '/v1/models/tiny', undefined],
+      ['GET', '/v1/tiny/models', undefined],
+    ] as const) {
+      const res = await api<{ error: unknown }>(method, url, body);
+      expect(res.status, url).toBe(503);
+      expect(res.body.error, url).toEqual(unavailable);
+    }
+    expect((await api<{ data: unknown[] }>('GET', '/v1/models')).body.data).toEqual([]);
     await stop(host);
 
     // Still missing: tried once at this start, FAILED again with the same reason; nothing spins.
     host = await spawnHost(env);
-    expect(await startLineOf(host)).toMatch(/restored 1 model: tiny \(library, FAILED\)$/);
+    expect(await startLineOf(host)).toMatch(/; 1 model: tiny \(library, FAILED: missing_file\)$/);
     api = await connect(host, key);
     expect(await settled(api, 'tiny')).toMatchObject({ status: 'FAILED', reason });
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -89,12 +111,13 @@ describe('a library model whose file went missing', () => {
     // The file is back: the next start loads it, and chat answers.
     fs.renameSync(aside, path.join(modelsDir, file));
     host = await spawnHost(env);
-    expect(await startLineOf(host)).toMatch(/restored 1 model: tiny \(library, LIVE\)$/);
+    expect(await startLineOf(host)).toMatch(/; 1 model: tiny \(library, LIVE\)$/);
     api = await connect(host, key);
     expect(await settled(api, 'tiny')).toMatchObject({ status: 'LIVE', reason: null });
     const answered = await chat(api);
     expect(answered.status, JSON.stringify(answered.body)).toBe(200);
     expect(typeof answered.body.choices[0]!.message.content).toBe('string');
+    expect((await api<{ data: Array<{ id: string }> }>('GET', '/v1/tiny/models')).body.data.map((m) => m.id)).toEqual(['tiny']);
     await stop(host);
   });
 
@@ -116,6 +139,8 @@ describe('a library model whose file went missing', () => {
     // Truncated: the load fails for the file's content, not for its absence.
     fs.writeFileSync(path.join(modelsDir, file), good.subarray(0, 64));
     host = await spawnHost(env);
+    // It was LIVE, so this start tried it.
+    expect(await startLineOf(host)).toMatch(/; 1 model: tiny \(library, FAILED: load_error\)$/);
     api = await connect(host, key);
     const failed = await settled(api, 'tiny');
     expect(failed.status).toBe('FAILED');
@@ -125,7 +150,7 @@ describe('a library model whose file went missing', () => {
     // Repaired, but a broken file is a load error: it stays FAILED until deployed again.
     fs.writeFileSync(path.join(modelsDir, file), good);
     host = await spawnHost(env);
-    expect(await startLineOf(host)).toMatch(/restored 1 model: tiny \(library, FAILED\)$/);
+    expect(await startLineOf(host)).toMatch(/; 1 model: tiny \(library, FAILED: load_error, not retried\)$/);
     api = await connect(host, key);
     expect(await settled(api, 'tiny')).toEqual(failed);
     await stop(host);

@@ -2,7 +2,8 @@
 // Ollama and llama.cpp's server serve it. The official openai SDK against both base URLs (root and
 // per model), streaming with usage, /v1/models; the routes it shares /v1 with (realtime predict,
 // the per-model routes) still reached; unknown and missing models; the reserved model ids refused
-// at create (HTTP and CLI); max_tokens beyond the context clamped to it.
+// at create (HTTP and CLI); max_tokens beyond the context clamped to it; /v1/embeddings refused by
+// name until the engine serves embedding models.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
@@ -166,10 +167,24 @@ describe('the per-model base URL and the other /v1 routes', () => {
       // x = 0: the answer is the bias.
       expect(JSON.stringify(res.body[0])).toContain('0.5');
     }
-    // Named on the root routes, it is pointed to its predict route.
+    // Named on the root routes, it is pointed to its predict route; on the per-model routes too,
+    // with the same message, the param being the URL's model_id there.
+    const message = 'model "linear" is a realtime model; call /v1/linear/predict';
     const chat = await post('/v1/chat/completions', { model: 'linear', messages: hello });
     expect(chat.status).toBe(400);
-    expect(chat.body.error).toMatchObject({ code: 'invalid_argument', param: 'model', message: 'model "linear" is a realtime model; call /v1/linear/predict' });
+    expect(chat.body.error).toMatchObject({ code: 'invalid_argument', param: 'model', message });
+    const retrieve = await api('GET', '/v1/models/linear');
+    expect(retrieve.status).toBe(400);
+    expect(retrieve.body.error).toMatchObject({ code: 'invalid_argument', param: 'model', message });
+    for (const [method, path, body] of [
+      ['POST', '/v1/linear/chat/completions', { model: 'linear', messages: hello }],
+      ['GET', '/v1/linear/models', undefined],
+      ['POST', '/api/v1/models/linear/tokenize', { text: 'Hi' }],
+    ] as const) {
+      const res = await api(method, path, body);
+      expect(res.status, path).toBe(400);
+      expect(res.body.error, path).toMatchObject({ code: 'invalid_argument', param: 'model_id', message });
+    }
   });
 });
 
@@ -192,6 +207,17 @@ describe('bad models on the root routes', () => {
     const missing = await api('GET', '/v1/models/nobody');
     expect(missing.status).toBe(404);
     expect(missing.body.error.param).toBe('model');
+    // The per-model routes give the same answer, naming the URL's model_id.
+    for (const path of ['/v1/nobody/models', '/v1/nobody/chat/completions']) {
+      const res = path.endsWith('models') ? await api('GET', path) : await post(path, { model: 'nobody', messages: hello });
+      expect(res.status, path).toBe(404);
+      expect(res.body.error, path).toEqual({
+        code: 'not_found',
+        message: 'model "nobody" does not exist; GET /v1/models lists the models served here',
+        param: 'model_id',
+        type: 'invalid_request_error',
+      });
+    }
     await expect(root().chat.completions.create({ model: 'nobody', messages: hello })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
@@ -221,6 +247,39 @@ describe('bad models on the root routes', () => {
     const badPrompt = await post('/v1/completions', { model: 'tiny', prompt: ['a', 'b'] });
     expect(badPrompt.status).toBe(400);
     expect(badPrompt.body.error).toMatchObject({ param: 'prompt', message: 'prompt must be a string' });
+  });
+});
+
+describe('POST /v1/embeddings', () => {
+  const refusal = { code: 'invalid_argument', message: 'embeddings are not available yet: the engine serves no embedding models', param: 'model', type: 'invalid_request_error' };
+
+  it('is a 400 that names the unsupported feature, for any model', async () => {
+    for (const body of [
+      { model: 'tiny', input: 'Hello world' },
+      { model: 'tiny', input: ['a', 'b'] },
+      { model: 'nobody', input: [[1, 2, 3]] },
+    ]) {
+      const res = await post('/v1/embeddings', body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error).toEqual(refusal);
+    }
+    const sdk = root().embeddings.create({ model: 'tiny', input: 'Hello world' });
+    await expect(sdk).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    await expect(sdk).rejects.toThrow(refusal.message);
+  });
+
+  it('checks the token first, then the body', async () => {
+    const anonymous = await fetch(`${host.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny', input: 'x' }) });
+    expect(anonymous.status).toBe(401);
+    expect(((await anonymous.json()) as any).error.code).toBe('unauthenticated');
+    const noInput = await post('/v1/embeddings', { model: 'tiny' });
+    expect(noInput.status).toBe(400);
+    expect(noInput.body.error).toMatchObject({ code: 'invalid_argument', param: 'input' });
+    const noModel = await post('/v1/embeddings', { input: 'x' });
+    expect(noModel.body.error).toMatchObject({ code: 'invalid_argument', param: 'model', message: 'body is missing the required field "model"' });
+    const badInput = await post('/v1/embeddings', { model: 'tiny', input: 7 });
+    expect(badInput.status).toBe(400);
+    expect(badInput.body.error.param).toBe('input');
   });
 });
 

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomWordRequests, runServingBenchmark, summarize, type ServingRequest } from '../bench/llm/serving-client.js';
+import { percentile, randomWordRequests, runConcurrently, runServingBenchmark, sendStreamingChat, summarize, type ServingRequest } from '../bench/llm/serving-client.js';
 import { apiClient, type Api } from './helpers/api.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
@@ -99,6 +99,45 @@ describe('the serving-benchmark client', () => {
     expect(s.e2eMs.median).toBe(25);
     expect(s.e2eMs.p99).toBeCloseTo(39.7, 9);
     expect(s).toMatchObject({ completed: 4, totalInputTokens: 12, totalOutputTokens: 8, requestThroughput: 4, outputThroughput: 8, totalTokenThroughput: 20 });
+    // numpy.percentile(range(1, 101), 99) == 99.01; nearest rank would say 99.
+    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 99)).toBeCloseTo(99.01, 9);
+    expect(percentile([5], 99)).toBe(5);
+    expect(Number.isNaN(percentile([], 50))).toBe(true);
+  });
+
+  it('draws prompt and output lengths from inclusive ranges, the same for the same seed', () => {
+    const a = randomWordRequests(200, { inputWords: [3, 6], maxTokens: [10, 12], seed: 3 });
+    expect(randomWordRequests(200, { inputWords: [3, 6], maxTokens: [10, 12], seed: 3 })).toEqual(a);
+    expect(randomWordRequests(200, { inputWords: [3, 6], maxTokens: [10, 12], seed: 4 })).not.toEqual(a);
+    expect(new Set(a.map((r) => r.prompt.split(' ').length))).toEqual(new Set([3, 4, 5, 6]));
+    expect(new Set(a.map((r) => r.maxTokens))).toEqual(new Set([10, 11, 12]));
+    const fixed = randomWordRequests(3, { inputWords: 5, maxTokens: 7 });
+    expect(fixed.every((r) => r.prompt.split(' ').length === 5 && r.maxTokens === 7 && r.seed === undefined)).toBe(true);
+  });
+
+  it('runs at most `concurrency` calls at once and returns results in item order', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const { results, durationMs } = await runConcurrently([30, 5, 20, 1, 10, 2, 8], 3, async (ms, i) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      inFlight--;
+      return `${i}:${ms}`;
+    });
+    expect(most).toBe(3);
+    expect(results).toEqual(['0:30', '1:5', '2:20', '3:1', '4:10', '5:2', '6:8']);
+    expect(durationMs).toBeGreaterThan(0);
+    await expect(runConcurrently([1], 0, async () => 1)).rejects.toThrow(/concurrency must be a positive integer, got 0/);
+  });
+
+  it('sends a request\'s seed: the same seed samples the same text', async () => {
+    const [request] = randomWordRequests(1, { inputWords: 8, maxTokens: 12, seed: 11 });
+    const options = { baseUrl: `${host.url}/v1`, model: 'tiny', apiKey: token, temperature: 1.5 };
+    const first = await sendStreamingChat(options, { ...request!, seed: 42 });
+    const again = await sendStreamingChat(options, { ...request!, seed: 42 });
+    expect(first.error).toBeNull();
+    expect(again.generatedText).toBe(first.generatedText);
+    expect(again.outputTokens).toBe(first.outputTokens);
   });
 });
 

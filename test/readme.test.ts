@@ -1,22 +1,23 @@
 // The README runs as written. Its shell blocks run in order in one bash session (variables carry
 // from block to block, as in a user's terminal), the files it tells the user to save are saved,
 // and a real host answers, started by the README's own `npm start`. A block fails the test when
-// any command in it fails, when it prints an error answer, a stack trace, or when an answer shown
-// in a `# {...}` comment was not printed in that shape. (test/helpers/readme-steps.ts: the rules.)
+// any command in it fails (curl included: an HTTP error is a failure), when it prints an error
+// answer or a stack trace, or when an answer or header shown in a comment was not printed
+// (test/helpers/readme-steps.ts: the rules). At the end the host's log must hold no error.
 //
 // What the test does for the user, and nothing more:
 // - the working directory is a fresh directory that links the installed clone (node_modules,
-//   dist, build) instead of the clone itself, so that the README's ./data and ./models stay out
-//   of the repository; `npm ci` and `npm test` are skipped (this clone is installed and under test);
-// - `npm start` runs in the background (a user's second terminal) until /readyz answers;
-// - the host's port is a free one instead of 8080: `127.0.0.1:8080` is rewritten to it in every
-//   block and saved file, and PORT and PLATFORM_URL say the same;
-// - the files a user brings are written first: fraud-v1.onnx and fraud-v2.onnx (small logistic
-//   models over amount, age, country), and a tiny chat model in ~/Downloads under the GGUF name
-//   the README uses (HOME is a directory of the test's own).
+//   dist, build, examples) instead of the clone itself, so that the README's ./data and ./models
+//   stay out of the repository; `npm ci` and `npm test` are skipped (this clone is installed and
+//   under test);
+// - `npm start` runs in the background (a user's second terminal) on a port of its own choosing
+//   (PORT=0) instead of 8080, which another test may hold: the port it prints in its start line
+//   replaces `127.0.0.1:8080` in every later block and saved file, and PLATFORM_URL says the same;
+// - `curl` is called with `--fail-with-body`, so that an HTTP error fails the command;
+// - a tiny chat model waits in ~/Downloads under the GGUF name the README uses (HOME is a
+//   directory of the test's own).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelBuilder } from './helpers/onnx-builder.js';
@@ -31,10 +32,15 @@ const STEP_TIMEOUT_MS = 180_000;
 const ZEPHYR_TEMPLATE =
   "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] + '</s>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}";
 
-/** A logistic model over `features`: score = sigmoid(x . w + b), one [N, 1] output named score. */
-function fraudModel(features: readonly string[], seed: number): Uint8Array {
-  const r = rng(seed);
-  return new ModelBuilder({ opsets: { '': 13 } })
+/**
+ * The README's example models, examples/fraud-v{1,2,3}.onnx: score = sigmoid(x . w + b) over
+ * [amount, age, country], one [N, 1] output named score. The test checks that the committed
+ * files are exactly these; README_WRITE_EXAMPLES=1 writes them.
+ */
+function fraudModel(version: number): Uint8Array {
+  const features = ['amount', 'age', 'country'];
+  const r = rng(version);
+  return new ModelBuilder({ opsets: { '': 13 }, producerName: 'test/readme.test.ts' })
     .input('x', 'float', ['N', features.length])
     .initializer('W', 'float', [features.length, 1], features.map(() => (r() - 0.5) * 0.02))
     .initializer('B', 'float', [1], [r() - 0.5])
@@ -42,17 +48,6 @@ function fraudModel(features: readonly string[], seed: number): Uint8Array {
     .node('Sigmoid', ['logit'], ['score'], {}, { name: 'sigmoid' })
     .output('score', 'float', ['N', 1])
     .toBytes();
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The user's shell: one bash process fed one block at a time. */
@@ -74,6 +69,7 @@ class UserShell {
     // job control: the backgrounded host gets its own process group, which the test stops as one
     this.send('set -m; set -o errtrace -o pipefail');
     this.send(`trap 'echo "line $LINENO: $BASH_COMMAND (exit $?)" >> .readme/failed-$README_STEP' ERR`);
+    this.send('curl() { command curl --fail-with-body "$@"; }');
   }
 
   private send(line: string): void {
@@ -98,75 +94,88 @@ class UserShell {
     return { stdout: read(`out-${n}`), stderr: read(`err-${n}`), failed: read(`failed-${n}`) };
   }
 
-  /** Stops the backgrounded host (its whole process group) and the shell. */
-  close(): void {
+  /** Stops the backgrounded host (its whole process group), waits for it, and ends the shell. */
+  async close(): Promise<void> {
     const pidFile = path.join(this.cwd, '.readme/host.pid');
     if (fs.existsSync(pidFile)) {
-      const pid = Number(fs.readFileSync(pidFile, 'utf8'));
-      try {
-        process.kill(-pid, 'SIGTERM');
-      } catch {
-        // already gone
-      }
+      const group = Number(fs.readFileSync(pidFile, 'utf8'));
+      const alive = () => {
+        try {
+          process.kill(-group, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      if (alive()) process.kill(-group, 'SIGTERM');
+      for (let waited = 0; alive() && waited < 15_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
+      if (alive()) process.kill(-group, 'SIGKILL');
     }
     this.proc.kill();
   }
 }
 
 /** The shell code a block becomes: the set-up commands the test does itself, the port rewritten. */
-function shellCode(code: string, port: number): string {
+function shellCode(code: string, port: number | undefined): string {
   const out: string[] = [];
   for (const line of code.split('\n')) {
     const command = line.replace(/#.*$/, '').trim();
     if (command === 'npm ci' || command === 'npm test') {
       out.push(': # the clone under test is installed');
     } else if (command === 'npm start') {
-      out.push('npm start > .readme/host.log 2>&1 &');
+      out.push('PORT=0 npm start > .readme/host.log 2>&1 &');
       out.push('echo $! > .readme/host.pid');
-      out.push(`for _ in $(seq 1 150); do curl -sf http://127.0.0.1:${port}/readyz > /dev/null && break; sleep 0.2; done`);
-      out.push(`curl -sf http://127.0.0.1:${port}/readyz > /dev/null`);
+      out.push("for _ in $(seq 1 300); do grep -q '^platform: listening on' .readme/host.log && break; kill -0 $(cat .readme/host.pid) || break; sleep 0.1; done");
+      out.push("export PLATFORM_URL=$(sed -n 's/^platform: listening on \\(http:[^;]*\\);.*/\\1/p' .readme/host.log)");
+      out.push('test -n "$PLATFORM_URL"');
     } else {
-      out.push(line.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`));
+      out.push(port === undefined ? line : line.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`));
     }
   }
   return out.join('\n');
 }
 
+/** The port in the host's start line, once it has printed it. */
+function hostPort(work: string): number | undefined {
+  const log = path.join(work, '.readme/host.log');
+  if (!fs.existsSync(log)) return undefined;
+  const m = /^platform: listening on http:\/\/127\.0\.0\.1:(\d+);/m.exec(fs.readFileSync(log, 'utf8'));
+  return m ? Number(m[1]) : undefined;
+}
+
 describe('the README, run as written', () => {
   let work: string;
-  let port: number;
   let shell: UserShell;
   let steps: ReadmeStep[];
 
-  beforeAll(async () => {
+  beforeAll(() => {
     steps = readmeSteps(README);
     work = tempDir('platform-readme-');
-    for (const linked of ['node_modules', 'dist', 'build', 'package.json', 'package-lock.json']) {
+    for (const linked of ['node_modules', 'dist', 'build', 'build-cuda', 'examples', 'package.json', 'package-lock.json']) {
       if (fs.existsSync(path.join(ROOT, linked))) fs.symlinkSync(path.join(ROOT, linked), path.join(work, linked));
     }
-    for (const optional of ['build-cuda']) {
-      if (fs.existsSync(path.join(ROOT, optional))) fs.symlinkSync(path.join(ROOT, optional), path.join(work, optional));
-    }
-    const features = ['amount', 'age', 'country'];
-    fs.writeFileSync(path.join(work, 'fraud-v1.onnx'), fraudModel(features, 1));
-    fs.writeFileSync(path.join(work, 'fraud-v2.onnx'), fraudModel(features, 2));
-    fs.writeFileSync(path.join(work, 'fraud-v3.onnx'), fraudModel(features, 3));
     writeTinyChatModel(path.join(work, 'home/Downloads'), 'tinyllama-1.1b-chat-v1.0.Q4_K_M', { chatTemplate: ZEPHYR_TEMPLATE });
-
-    port = await freePort();
     const inherited = (process.env.PATH ?? '').split(':').filter((p) => !p.includes('node_modules'));
     shell = new UserShell(work, {
       PATH: inherited.join(':'),
       HOME: path.join(work, 'home'),
       LANG: process.env.LANG ?? 'C.UTF-8',
       TMPDIR: process.env.TMPDIR ?? '/tmp',
-      PORT: String(port),
-      PLATFORM_URL: `http://127.0.0.1:${port}`,
     });
   });
 
-  afterAll(() => {
-    shell?.close();
+  afterAll(async () => {
+    await shell?.close();
+    // the links go; the clone they point at stays
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it('examples/ holds exactly the example models the test describes', () => {
+    for (const version of [1, 2, 3]) {
+      const file = path.join(ROOT, `examples/fraud-v${version}.onnx`);
+      if (process.env.README_WRITE_EXAMPLES === '1') fs.writeFileSync(file, fraudModel(version));
+      expect(Buffer.from(fs.readFileSync(file)).equals(Buffer.from(fraudModel(version))), `${file} (README_WRITE_EXAMPLES=1 rewrites it)`).toBe(true);
+    }
   });
 
   it('has runnable blocks', () => {
@@ -176,8 +185,10 @@ describe('the README, run as written', () => {
 
   it('every block runs, in order, without an error', { timeout: 900_000 }, async () => {
     for (const step of steps) {
+      const port = hostPort(work);
       if (step.kind === 'file') {
-        fs.writeFileSync(path.join(work, step.name), step.content.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`));
+        const content = port === undefined ? step.content : step.content.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
+        fs.writeFileSync(path.join(work, step.name), content);
         continue;
       }
       const where = `README.md:${step.line}`;
@@ -185,16 +196,28 @@ describe('the README, run as written', () => {
       const context = `${where}\n--- block\n${step.code}--- stdout\n${stdout}--- stderr\n${stderr}`;
       // README_TEST_SHOW=1 prints what each block printed, to read it as a user would
       if (process.env.README_TEST_SHOW === '1') process.stdout.write(`\n=== ${context}\n`);
-      expect(failed, `a command failed at ${context}`).toBe('');
+      const hostLog = () => (fs.existsSync(path.join(work, '.readme/host.log')) ? fs.readFileSync(path.join(work, '.readme/host.log'), 'utf8').slice(-3000) : '');
+      expect(failed, `a command failed at ${context}--- host log (tail)\n${hostLog()}`).toBe('');
       expect(stdout, `an error answer at ${context}`).not.toMatch(/"error":\{"code"/);
-      expect(stderr + stdout, `a stack trace at ${context}`).not.toMatch(/\n\s+at .+\(.+:\d+:\d+\)/);
+      expect(stderr + stdout, `a stack trace at ${context}`).not.toMatch(/^\s+at /m);
       const printed = printedJson(stdout);
-      for (const expected of step.expected) {
+      for (const { value, loose } of step.expected) {
         expect(
-          printed.some((p) => sameShape(expected, p)),
-          `${where}: the README shows ${JSON.stringify(expected)}, but nothing of that shape was printed\n${context}`,
+          printed.some((p) => sameShape(value, p, loose)),
+          `${where}: the README shows ${JSON.stringify(value)}, but nothing like it was printed\n${context}`,
         ).toBe(true);
       }
+      for (const header of step.headers) {
+        expect(stdout.toLowerCase().split(/\r?\n/), `${where}: the README shows the header "${header}"\n${context}`).toContain(header);
+      }
     }
+    // Everything the README did went without an error in the host's own log.
+    const errors = fs
+      .readFileSync(path.join(work, '.readme/host.log'), 'utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: number; msg?: string })
+      .filter((entry) => entry.level >= 50);
+    expect(errors, 'errors in the host log').toEqual([]);
   });
 });

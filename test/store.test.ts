@@ -59,6 +59,39 @@ describe('database', () => {
     expect(() => openDatabase(dir)).toThrow(/newer version/);
   });
 
+  it('migration 7 gives the library deployments that FAILED before it the kind their reason tells', () => {
+    const dir = tempDir();
+    const before = openDatabase(dir, migrations.filter((m) => m.version <= 6));
+    expect(schemaVersion(before)).toBe(6);
+    // The reasons the host wrote before migration 7 (src/llm/library/service.ts at that time):
+    // restore()'s for a load a restart interrupted, the GGUF reader's for a missing file, and any
+    // other load error's own message.
+    const rows: Array<[string, string, string | null]> = [
+      ['restarted', 'FAILED', 'interrupted by a restart of the host'],
+      ['gone', 'FAILED', "cannot open /srv/models/gone.gguf: ENOENT: no such file or directory, open '/srv/models/gone.gguf'"],
+      ['broken', 'FAILED', 'GGUF file is truncated: expected 4096 bytes of tensor data'],
+      ['serving', 'LIVE', null],
+      ['loading', 'DEPLOYING', null],
+    ];
+    for (const [id, status, reason] of rows) {
+      before.prepare("INSERT INTO models (id, project, description, kind, created_at) VALUES (?, 'library', '', 'library', 1)").run(id);
+      before
+        .prepare("INSERT INTO library_deployments (model_id, name, file, instance_type, status, reason, created_at, updated_at) VALUES (?, ?, ?, 'cpu', ?, ?, 1, 1)")
+        .run(id, id, `${id}.gguf`, status, reason);
+    }
+    before.close();
+
+    const after = openDatabase(dir);
+    expect(schemaVersion(after)).toBe(Math.max(...migrations.map((m) => m.version)));
+    const kinds = Object.fromEntries(
+      (after.prepare('SELECT model_id, failure_kind FROM library_deployments').all() as Array<{ model_id: string; failure_kind: string | null }>).map((r) => [r.model_id, r.failure_kind]),
+    );
+    expect(kinds).toEqual({ restarted: 'interrupted', gone: 'missing_file', broken: 'load_error', serving: null, loading: null });
+    // The reasons themselves are kept as they were.
+    expect(after.prepare("SELECT reason FROM library_deployments WHERE model_id = 'restarted'").pluck().get()).toBe('interrupted by a restart of the host');
+    after.close();
+  });
+
   it('migrate is idempotent', () => {
     const db = openDatabase(tempDir());
     const before = schemaVersion(db);

@@ -484,9 +484,59 @@ describe('malformed models', () => {
       [{ kernel_params: floats([1]) }, 'kernel_params has 1 values; it must be [gamma, coef0, degree]'],
       [{ vectors_per_class: ints([-1, 1, v]) }, 'vectors_per_class has a negative count -1'],
       [{ classlabels_ints: ints([]) }, 'needs exactly one of classlabels_ints and classlabels_strings'],
+      // Hostile counts: each vectors_per_class entry is checked against the support vector values
+      // before it is added, so the sum can neither overflow nor wrap onto a count that passes.
+      ...hostileCounts(),
     ];
     for (const [edit, message] of cases) {
       expect(compileEdited(normalized(svcBytes()), edit), message).toThrow(`${svc}: ${message}`);
+    }
+  });
+
+  /**
+   * vectors_per_class entries whose sum wraps 2^64 (2048 entries of 2^53 - 1 sum to 2^64 - 2048) onto a
+   * small count that divides the support vector values, with coefficients, rho and labels sized for
+   * the wrapped count: before the fix compile accepted the first and runSync read far past the
+   * coefficients (a segfault). Plus a single huge entry and small entries that add up to too many.
+   */
+  function hostileCounts(): [Record<string, OnnxAttribute>, string][] {
+    const huge = Number.MAX_SAFE_INTEGER; // 2^53 - 1, the largest integer the addon takes
+    const classes = 2049;
+    const wrapped = (perClass: number[], values: number, vectors: number): Record<string, OnnxAttribute> => ({
+      classlabels_ints: ints(Array.from({ length: classes }, (_, c) => c)),
+      vectors_per_class: ints(perClass),
+      support_vectors: floats(new Array(values).fill(0.5)),
+      coefficients: floats(new Array((classes - 1) * vectors).fill(0.5)),
+      rho: floats(new Array((classes * (classes - 1)) / 2).fill(0)),
+      prob_a: floats([]),
+      prob_b: floats([]),
+    });
+    const hugeEntries = new Array<number>(classes - 1).fill(huge);
+    return [
+      // The reviewer's reproducer: the sum wraps to 1, 5 support vector values (5 features).
+      [wrapped([...hugeEntries, classes], 5, 1), `vectors_per_class counts more support vectors than the 5 support vector values hold (entry 0 is ${huge})`],
+      // The huge entries last, the sum wrapping to 5 vectors of 2 features.
+      [wrapped([classes + 4, ...hugeEntries], 10, 5), `vectors_per_class counts more support vectors than the 10 support vector values hold (entry 0 is ${classes + 4})`],
+      // One huge entry in the 3-class model.
+      [{ vectors_per_class: ints([1, huge, 1]) }, `vectors_per_class counts more support vectors than the ${v * 5} support vector values hold (entry 1 is ${huge})`],
+      // Entries each within bounds whose sum is not.
+      [{ vectors_per_class: ints([v * 5, 0, 1]) }, `vectors_per_class counts more support vectors than the ${v * 5} support vector values hold (entry 2 is 1)`],
+    ];
+  }
+
+  it('the executor refuses an SVMRegressor n_supports beyond its support vectors at compile time', () => {
+    const bytes = new ModelBuilder({ opsets: ML })
+      .input('x', 'float', ['N', 5])
+      .mlNode('SVMRegressor', ['x'], ['y'], { n_supports: 2, support_vectors: attr.floats(new Array(10).fill(0.5)), coefficients: attr.floats([1, -1]), rho: attr.floats([0]) }, 'svr')
+      .output('y', 'float', ['N', 1])
+      .toBytes();
+    const huge = Number.MAX_SAFE_INTEGER;
+    const cases: [Record<string, OnnxAttribute>, string][] = [
+      [{ n_supports: { type: 'int', value: huge } }, `n_supports = ${huge} counts more support vectors than the 10 support vector values hold`],
+      [{ n_supports: { type: 'int', value: 11 }, coefficients: floats(new Array(11).fill(1)) }, 'n_supports = 11 counts more support vectors than the 10 support vector values hold'],
+    ];
+    for (const [edit, message] of cases) {
+      expect(compileEdited(normalized(bytes), edit), message).toThrow(`${svr}: ${message}`);
     }
   });
 

@@ -12,9 +12,11 @@ let host: TestHost;
 let api: Api;
 let token: string;
 const LIMIT = 16 * 1024 * 1024;
+/** An import has its own limit (MAX_VECTOR_IMPORT_BYTES), above the other bodies'. */
+const IMPORT_LIMIT = 24 * 1024 * 1024;
 
 beforeAll(async () => {
-  host = await listen(await startInProcessHost({ LOG_LEVEL: 'warn', MAX_VECTOR_BODY_BYTES: String(LIMIT) }));
+  host = await listen(await startInProcessHost({ LOG_LEVEL: 'warn', MAX_VECTOR_BODY_BYTES: String(LIMIT), MAX_VECTOR_IMPORT_BYTES: String(IMPORT_LIMIT) }));
   token = (await tokenFor(host)).token;
   api = apiClient(host.url, token);
 });
@@ -221,6 +223,9 @@ describe('a round trip', () => {
       ['values not base64 (re-signed)', () => withLine(3, (v) => ({ ...v, values: '!'.repeat(44) })), /line 4: "values" is not 8 float32 values/],
       ['a repeated id (re-signed)', () => withLine(3, (v) => ({ ...v, id: JSON.parse(lines()[2]!).id, tenant_id: JSON.parse(lines()[2]!).tenant_id })), /line 4: the id .* appears twice/],
       ['a missing tenant (re-signed)', () => withLine(3, ({ tenant_id: _t, ...v }) => v), /line 4: the collection is multi-tenant/],
+      ['a 300-character tenant (re-signed)', () => withLine(3, (v) => ({ ...v, tenant_id: 't'.repeat(300) })), /line 4: tenant_id has 300 characters; a tenant id is at most 256/],
+      ['an empty tenant (re-signed)', () => withLine(3, (v) => ({ ...v, tenant_id: '' })), /line 4: tenant_id is empty/],
+      ['a 257-character id (re-signed)', () => withLine(3, (v) => ({ ...v, id: 'i'.repeat(257) })), /line 4: id has 257 characters; an id is at most 256/],
       ['properties not an object (re-signed)', () => withLine(3, (v) => ({ ...v, properties: [1] })), /line 4: "properties" is not a JSON object/],
       ['an empty id (re-signed)', () => withLine(3, (v) => ({ ...v, id: '' })), /line 4: id is empty/],
       ['a bad line of JSON (re-signed)', () => resign(lines().map((l, i) => (i === 7 ? l.slice(0, 20) : l))), /line 8: not valid JSON/],
@@ -242,11 +247,35 @@ describe('a round trip', () => {
       expect(storedRows('damaged')).toEqual([]);
     });
 
-    it('a body over MAX_VECTOR_BODY_BYTES is a 413 that states the limit', async () => {
-      const res = await importFile(new Uint8Array(LIMIT + 1), 'damaged');
+    it('a body over MAX_VECTOR_IMPORT_BYTES is a 413 that states the limit and the setting', async () => {
+      const res = await importFile(new Uint8Array(IMPORT_LIMIT + 1), 'damaged');
       expect(res.status).toBe(413);
       expect(res.body.error.code).toBe('payload_too_large');
-      expect(res.body.error.message).toContain(`${LIMIT} bytes`);
+      expect(res.body.error.message).toContain(`${IMPORT_LIMIT} bytes`);
+      expect(res.body.error.message).toContain('MAX_VECTOR_IMPORT_BYTES');
+      expect(await collectionNames()).toEqual(before);
+    });
+
+    it('so is one sent without a length (chunked), counted as it arrives', async () => {
+      const piece = new Uint8Array(1024 * 1024).fill(0x20);
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent > IMPORT_LIMIT) controller.close();
+          else {
+            sent += piece.byteLength;
+            controller.enqueue(piece);
+          }
+        },
+      });
+      const res = await fetch(`${host.url}/api/v1/vectors/import?name=damaged`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+      expect(res.status).toBe(413);
+      expect(((await res.json()) as any).error.message).toContain('MAX_VECTOR_IMPORT_BYTES');
       expect(await collectionNames()).toEqual(before);
     });
 

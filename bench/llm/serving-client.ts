@@ -9,7 +9,10 @@
 // before generating), and the prompts are random words from a seed (no data set to download).
 //
 //   node --import tsx bench/llm/serving-client.ts --base-url http://127.0.0.1:8080/v1 \
-//     --model tinyllama --api-key "$TOKEN" --concurrency 4 --requests 32 [--json]
+//     --model tinyllama --api-key "$TOKEN" --concurrency 4 --requests 32 --input-words 64 --max-tokens 64 [--json]
+//
+// bench/serving.bench.ts drives the same functions (randomWordRequests, runConcurrently,
+// sendStreamingChat, summarize) for its HTTP path and its in-process comparison.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -17,6 +20,8 @@ import { parseArgs } from 'node:util';
 export interface ServingRequest {
   prompt: string;
   maxTokens: number;
+  /** Sent as the request's `seed` when given (vLLM's client sends none). */
+  seed?: number;
 }
 
 export interface RequestOutcome {
@@ -79,14 +84,21 @@ export interface ServingRun {
 
 const WORDS = ['the', 'a', 'little', 'girl', 'was', 'in', 'time', 'once', 'upon', 'there', 'and', 'to', 'world', 'hello', 'it', 'is', 'of', 'story', 'sun', 'tree'];
 
-/** `count` requests of `inputWords` random words each, the same for the same seed. */
-export function randomWordRequests(count: number, options: { inputWords: number; maxTokens: number; seed?: number }): ServingRequest[] {
+/** A count, or an inclusive range [min, max] drawn uniformly per request. */
+export type Length = number | readonly [number, number];
+
+/**
+ * `count` requests of `inputWords` random words each, asking for `maxTokens` tokens, the same for
+ * the same seed (a linear congruential generator; a fixed length draws nothing).
+ */
+export function randomWordRequests(count: number, options: { inputWords: Length; maxTokens: Length; seed?: number }): ServingRequest[] {
   let s = (options.seed ?? 0) >>> 0;
   const next = () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296;
-  return Array.from({ length: count }, () => ({
-    prompt: Array.from({ length: options.inputWords }, () => WORDS[Math.floor(next() * WORDS.length)]).join(' '),
-    maxTokens: options.maxTokens,
-  }));
+  const draw = (length: Length) => (typeof length === 'number' ? length : length[0] + Math.floor(next() * (length[1] - length[0] + 1)));
+  return Array.from({ length: count }, () => {
+    const prompt = Array.from({ length: draw(options.inputWords) }, () => WORDS[Math.floor(next() * WORDS.length)]).join(' ');
+    return { prompt, maxTokens: draw(options.maxTokens) };
+  });
 }
 
 /** One streamed chat completion, timed chunk by chunk. */
@@ -111,6 +123,7 @@ export async function sendStreamingChat(options: Omit<ServingOptions, 'concurren
     messages: [{ role: 'user', content: request.prompt }],
     temperature: options.temperature ?? 0,
     max_tokens: request.maxTokens,
+    ...(request.seed !== undefined ? { seed: request.seed } : {}),
     stream: true,
     stream_options: { include_usage: true },
   };
@@ -176,8 +189,11 @@ export async function sendStreamingChat(options: Omit<ServingOptions, 'concurren
   return outcome;
 }
 
-/** Linear-interpolated percentile, as numpy.percentile; NaN for no values. */
-function percentile(sorted: number[], p: number): number {
+/**
+ * Linear-interpolated percentile, as numpy.percentile's default and so as vLLM reports its
+ * median and p99; NaN for no values.
+ */
+export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   const rank = (p / 100) * (sorted.length - 1);
   const low = Math.floor(rank);
@@ -185,7 +201,7 @@ function percentile(sorted: number[], p: number): number {
   return sorted[low]! + (sorted[high]! - sorted[low]!) * (rank - low);
 }
 
-function distribution(values: number[]): Distribution {
+export function distribution(values: number[]): Distribution {
   const sorted = [...values].sort((a, b) => a - b);
   const mean = sorted.length === 0 ? NaN : sorted.reduce((a, b) => a + b, 0) / sorted.length;
   return { mean, median: percentile(sorted, 50), p99: percentile(sorted, 99) };
@@ -213,21 +229,30 @@ export function summarize(outcomes: RequestOutcome[], durationMs: number): Servi
   };
 }
 
-/** Sends every request with at most `concurrency` in flight; outcomes are in request order. */
-export async function runServingBenchmark(options: ServingOptions): Promise<ServingRun> {
-  if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new Error(`concurrency must be a positive integer, got ${options.concurrency}`);
-  const outcomes: RequestOutcome[] = new Array(options.requests.length);
+/**
+ * Runs `one` over every item with at most `concurrency` calls in flight (each worker takes the next
+ * item when its call ends); results are in item order, with the wall time of the whole run.
+ */
+export async function runConcurrently<T, R>(items: readonly T[], concurrency: number, one: (item: T, index: number) => Promise<R>): Promise<{ results: R[]; durationMs: number }> {
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`concurrency must be a positive integer, got ${concurrency}`);
+  const results: R[] = new Array(items.length);
   let next = 0;
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: Math.min(options.concurrency, options.requests.length) }, async () => {
-      while (next < options.requests.length) {
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (next < items.length) {
         const i = next++;
-        outcomes[i] = await sendStreamingChat(options, options.requests[i]!);
+        results[i] = await one(items[i]!, i);
       }
     }),
   );
-  return { outcomes, summary: summarize(outcomes, performance.now() - started) };
+  return { results, durationMs: performance.now() - started };
+}
+
+/** Sends every request with at most `concurrency` in flight; outcomes are in request order. */
+export async function runServingBenchmark(options: ServingOptions): Promise<ServingRun> {
+  const { results: outcomes, durationMs } = await runConcurrently(options.requests, options.concurrency, (request) => sendStreamingChat(options, request));
+  return { outcomes, summary: summarize(outcomes, durationMs) };
 }
 
 /** The summary as vLLM prints it, one figure a line. */

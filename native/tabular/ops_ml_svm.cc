@@ -13,6 +13,7 @@
 // distance for RBF (the |x|^2 + |sv|^2 - 2 x.sv expansion loses the small distances in float).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,37 @@ std::vector<float> to_floats(const std::vector<double>& v) { return std::vector<
 
 std::string count(size_t n) { return std::to_string(n); }
 
+// out = a * b for sizes taken from attributes (or from them and an input); false when the product
+// does not fit. Every such product is checked before it is compared with an array size or used to
+// size one, so that a hostile model cannot wrap it onto a size that passes.
+bool product_fits(size_t a, size_t b, size_t& out) {
+  if (a != 0 && b > std::numeric_limits<size_t>::max() / a) return false;
+  out = a * b;
+  return true;
+}
+
+// rows * columns elements of a run-time buffer (the kernel matrix), refusing a product that
+// overflows int64 rather than allocating or indexing with a wrapped size.
+int64_t elements(int64_t rows, int64_t columns, const char* what) {
+  size_t out = 0;
+  if (rows < 0 || columns < 0 || !product_fits(static_cast<size_t>(rows), static_cast<size_t>(columns), out) ||
+      out > static_cast<size_t>(std::numeric_limits<int64_t>::max())) {
+    fail(std::string("the ") + what + " of " + std::to_string(rows) + " rows by " + std::to_string(columns) +
+         " columns is too large");
+  }
+  return static_cast<int64_t>(out);
+}
+
+// n * v * f multiply-adds, saturating (it only chooses between one thread and many).
+int64_t work(int64_t n, int64_t v, int64_t f) {
+  size_t nv = 0, nvf = 0;
+  if (!product_fits(static_cast<size_t>(n), static_cast<size_t>(v), nv) ||
+      !product_fits(nv, static_cast<size_t>(f), nvf) || nvf > static_cast<size_t>(std::numeric_limits<int64_t>::max())) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return static_cast<int64_t>(nvf);
+}
+
 // ---- kernels ----
 
 enum class KernelType { kLinear, kPoly, kRbf, kSigmoid };
@@ -89,7 +121,7 @@ Kernel read_kernel(const CompileContext& ctx) {
 void kernel_matrix(const Kernel& k, const float* x, int64_t n, int64_t f, const std::vector<float>& sv, int64_t v,
                    float* out, int threads) {
   if (n == 0 || v == 0) return;
-  const bool parallel = threads > 1 && n > 1 && n * v * f >= kParallelWork;
+  const bool parallel = threads > 1 && n > 1 && work(n, v, f) >= kParallelWork;
   if (k.type == KernelType::kRbf) {
     auto rows = [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
@@ -141,7 +173,7 @@ void weights_times(const float* x, int64_t n, int64_t f, const std::vector<float
   if (n == 0 || e == 0) return;
   if (bias != 0) std::fill(out, out + n * e, bias);
   GemmOptions opt;
-  opt.threads = threads > 1 && n * e * f >= kParallelWork ? threads : 1;
+  opt.threads = threads > 1 && work(n, e, f) >= kParallelWork ? threads : 1;
   gemm_f32(false, true, n, e, f, 1.0f, x, std::max<int64_t>(f, 1), w.data(), std::max<int64_t>(f, 1),
            bias != 0 ? 1.0f : 0.0f, out, e, opt);
 }
@@ -272,7 +304,7 @@ class SvmClassifierOp : public Op {
 
   void run_pairwise(const float* x, int64_t n, float* z, int64_t* winners, int threads) const {
     const int64_t c = m_.classes, v = m_.vectors, p = m_.pairs();
-    std::vector<float> kernels(static_cast<size_t>(n * v));
+    std::vector<float> kernels(static_cast<size_t>(elements(n, v, "kernel matrix")));
     kernel_matrix(m_.kernel, x, n, m_.features, m_.support_vectors, v, kernels.data(), threads);
     std::vector<float> decision(static_cast<size_t>(p));
     std::vector<int64_t> votes(static_cast<size_t>(c));
@@ -369,10 +401,22 @@ std::unique_ptr<Op> make_svm_classifier(CompileContext& ctx) {
   if (m.prob_a.size() != m.prob_b.size()) {
     fail("has " + count(m.prob_a.size()) + " prob_a but " + count(m.prob_b.size()) + " prob_b values");
   }
-  for (int64_t k : m.per_class) {
+  // Each support vector has at least one value, so the counts must add up to at most the number of
+  // support vector values; checked before each addition, so that the sum cannot wrap (entries may
+  // be up to 2^53 - 1 and there may be thousands of them) onto a small count that the later checks
+  // would accept while the counts themselves index far past the arrays.
+  const size_t sv_values = m.support_vectors.size();
+  size_t vectors = 0;
+  for (size_t i = 0; i < m.per_class.size(); ++i) {
+    const int64_t k = m.per_class[i];
     if (k < 0) fail("vectors_per_class has a negative count " + std::to_string(k));
-    m.vectors += k;
+    if (static_cast<uint64_t>(k) > sv_values - vectors) {
+      fail("vectors_per_class counts more support vectors than the " + count(sv_values) +
+           " support vector values hold (entry " + count(i) + " is " + std::to_string(k) + ")");
+    }
+    vectors += static_cast<size_t>(k);
   }
+  m.vectors = static_cast<int64_t>(vectors);
   const size_t classes = static_cast<size_t>(m.classes);
   if (m.vectors == 0) {
     // liblinear mode: one row of weights per class and one bias.
@@ -398,11 +442,15 @@ std::unique_ptr<Op> make_svm_classifier(CompileContext& ctx) {
       fail("has " + count(m.support_vectors.size()) + " support vector values, not a positive multiple of the " +
            count(v) + " vectors that vectors_per_class counts");
     }
-    if (m.coefficients.size() != (classes - 1) * v) {
+    size_t needed = 0;
+    const bool fits = product_fits(classes - 1, v, needed);
+    if (!fits || m.coefficients.size() != needed) {
       fail("has " + count(m.coefficients.size()) + " coefficients; " + count(classes) + " classes and " + count(v) +
-           " support vectors need (classes - 1) * vectors = " + count((classes - 1) * v));
+           " support vectors need (classes - 1) * vectors = " + (fits ? count(needed) : std::string("too many")));
     }
-    const size_t pairs = static_cast<size_t>(m.pairs());
+    size_t pairs = 0;  // classes * (classes - 1) / 2, classes <= kMaxPairwiseClasses
+    if (!product_fits(classes, classes - 1, pairs)) fail("has too many classes (" + count(classes) + ")");
+    pairs /= 2;
     if (m.rho.size() != pairs) {
       fail("has " + count(m.rho.size()) + " rho values; " + count(classes) + " classes need one per pair, " + count(pairs));
     }
@@ -450,7 +498,7 @@ class SvmRegressorOp : public Op {
     if (m_.vectors == 0) {
       weights_times(xf, r.n, m_.features, m_.coefficients, 1, m_.rho, yd, ctx.threads());
     } else {
-      std::vector<float> kernels(static_cast<size_t>(r.n * m_.vectors));
+      std::vector<float> kernels(static_cast<size_t>(elements(r.n, m_.vectors, "kernel matrix")));
       kernel_matrix(m_.kernel, xf, r.n, m_.features, m_.support_vectors, m_.vectors, kernels.data(), ctx.threads());
       weights_times(kernels.data(), r.n, m_.vectors, m_.coefficients, 1, m_.rho, yd, ctx.threads());
     }
@@ -490,6 +538,13 @@ std::unique_ptr<Op> make_svm_regressor(CompileContext& ctx) {
     m.features = static_cast<int64_t>(m.coefficients.size());
   } else {
     const size_t v = static_cast<size_t>(m.vectors);
+    // One coefficient per support vector, each of at least one value: n_supports is bounded by both
+    // arrays before it is used to divide them (the product n_supports * features is then the
+    // number of support vector values exactly).
+    if (v > m.support_vectors.size()) {
+      fail("n_supports = " + count(v) + " counts more support vectors than the " + count(m.support_vectors.size()) +
+           " support vector values hold");
+    }
     if (m.support_vectors.empty() || m.support_vectors.size() % v != 0) {
       fail("has " + count(m.support_vectors.size()) + " support vector values, not a positive multiple of n_supports = " +
            count(v));

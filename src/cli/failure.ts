@@ -10,8 +10,10 @@ const debug = () => process.env.PLATFORM_DEBUG === '1';
 /** Prints `err` as one line (or its stack under PLATFORM_DEBUG=1) and returns the exit status. */
 export function reportFailure(err: unknown): number {
   if (err instanceof CommanderError) {
-    // Commander has printed the help or the usage error already.
-    return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? 0 : 2;
+    // Commander has printed the help, the version or the usage error already, and its exitCode
+    // says which: 0 for help asked for (--help, `platform help [command]`) and --version; anything
+    // else (a usage error, the help shown for a missing subcommand) is bad usage.
+    return err.exitCode === 0 ? 0 : 2;
   }
   const code = err instanceof CliError ? err.exitCode : 1;
   // Set first: if stderr is a closed pipe, the exit below still carries it.

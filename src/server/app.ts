@@ -13,7 +13,7 @@ import { TokenIssuer } from '../auth/tokens.js';
 import { bearerAuth } from './authenticate.js';
 import { installErrorHandling } from './error-handler.js';
 import { createMetricsRegistry, instrumentRequests, metricsRoute } from './metrics.js';
-import { documentTokenRequired, registerOpenApi } from './openapi.js';
+import { docsRoutes, documentTokenRequired, registerOpenApi } from './openapi.js';
 import { engineRoutes } from './routes/engine.js';
 import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
@@ -114,18 +114,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await server.register(healthRoutes, { isReady: () => ready });
   await server.register(tokenRoutes, { keys, tokens, limiter });
   if (config.metricsPublic) await server.register(metricsRoute, { registry: metrics });
+  if (config.docsPublic) await server.register(docsRoutes);
 
   // Everything registered in here requires a bearer token.
   await server.register(async (api) => {
     api.addHook('onRequest', bearerAuth(tokens, keys));
     documentTokenRequired(api);
     if (!config.metricsPublic) await api.register(metricsRoute, { registry: metrics });
+    if (!config.docsPublic) await api.register(docsRoutes);
     await api.register(keysRoutes, { keys });
     await api.register(engineRoutes, { engineInfo: deps.engineInfo });
     await api.register(realtimeRoutes, { realtime, maxBuildBytes: config.maxBuildBytes, libraryMetrics: (id) => llmMetrics.summary(id) });
     await api.register(libraryRoutes, { library });
     await api.register(chatRoutes, { library, metrics: llmMetrics });
-    await api.register(openAiRootRoutes, { library, metrics: llmMetrics, models: realtime.models });
+    await api.register(openAiRootRoutes, { library, metrics: llmMetrics });
     await api.register(vectorRoutes, { vectors, maxBodyBytes: config.vectors.maxBodyBytes });
   });
 

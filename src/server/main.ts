@@ -6,7 +6,8 @@ import { loadConfig, ConfigError } from '../config.js';
 import { loadAddon, AddonLoadError } from '../native/addon.js';
 import { openDatabase, type Db } from '../store/database.js';
 import { buildApp } from './app.js';
-import { ensureModelsDir, restoredModels, startLine } from './start-line.js';
+import { ensureModelsDir } from './models-dir.js';
+import { modelsAtStart, startLine } from './start-line.js';
 
 function fail(message: string, code: number): never {
   process.stderr.write(`platform: ${message}\n`);
@@ -77,7 +78,7 @@ async function main(): Promise<void> {
   // Library models load in the background while the host already serves; the line waits for
   // them so that it says how each one ended.
   await app.library.whenRestored();
-  if (!stopping) process.stderr.write(startLine(url, config.dataDir, config.modelsDir, modelsDirState, restoredModels(app)) + '\n');
+  if (!stopping) process.stderr.write(startLine(url, config.dataDir, config.modelsDir, modelsDirState, modelsAtStart(app)) + '\n');
 }
 
 main().catch((err: unknown) => {

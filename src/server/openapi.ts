@@ -1,6 +1,8 @@
 // The API's own description: an OpenAPI 3.1 document built by @fastify/swagger from the routes' JSON
 // schemas, served at GET /openapi.json, and a docs page at GET /docs (Swagger UI, whose files ship
-// in @fastify/swagger-ui and are served from this host: nothing is fetched from elsewhere).
+// in @fastify/swagger-ui and are served from this host: nothing is fetched from elsewhere). Both
+// need the bearer token like every other route (DESIGN.md section 3) unless DOCS_PUBLIC=1: app.ts
+// registers `docsRoutes` inside or outside the token scope, and the document says which.
 // Route files only add a `summary`; the rest is added here, in one place: the tag (from the URL),
 // the security (from where the route was registered), the error responses, binary bodies. These
 // additions go to a copy of the schema that only the document reads, so validation and
@@ -9,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import swagger, { type SwaggerTransform, type SwaggerTransformObject } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifySchema } from 'fastify';
 import { errorBodySchema } from '../errors.js';
 import { packageRoot } from '../native/addon.js';
 
@@ -166,8 +168,8 @@ function packageVersion(): string {
 }
 
 /**
- * Registers the document generator, GET /openapi.json and the /docs page, all public. Call it
- * before any route is registered: the generator learns the routes as they are added.
+ * Registers the document generator. Call it before any route is registered: the generator learns
+ * the routes as they are added. The routes that serve the document are `docsRoutes`.
  */
 export async function registerOpenApi(server: FastifyInstance): Promise<void> {
   await server.register(swagger, {
@@ -191,10 +193,17 @@ export async function registerOpenApi(server: FastifyInstance): Promise<void> {
     transform: documentRoute,
     transformObject: referenceErrorComponent,
   });
-  await server.register(swaggerUi, { routePrefix: DOCS_PREFIX, theme: { title: 'model-serving-platform API docs' } });
+}
+
+/**
+ * GET /openapi.json and the /docs page with its files. Registered by app.ts inside the token scope
+ * (the default) or beside it (DOCS_PUBLIC=1); `registerOpenApi` must have run on the root first.
+ */
+export const docsRoutes: FastifyPluginAsync = async (scope) => {
+  await scope.register(swaggerUi, { routePrefix: DOCS_PREFIX, theme: { title: 'model-serving-platform API docs' } });
 
   let body: string | undefined;
-  server.get(
+  scope.get(
     OPENAPI_PATH,
     {
       schema: {
@@ -204,12 +213,12 @@ export async function registerOpenApi(server: FastifyInstance): Promise<void> {
     },
     async (_request, reply) => {
       // Built once, on the first request (after every route exists), and sent as JSON text.
-      body ??= JSON.stringify(server.swagger());
+      body ??= JSON.stringify(scope.swagger());
       reply.type('application/json; charset=utf-8');
       return body;
     },
   );
-}
+};
 
 /** Marks every route registered in `scope` from now on as one that needs the bearer token. */
 export function documentTokenRequired(scope: FastifyInstance): void {

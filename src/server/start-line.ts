@@ -1,59 +1,48 @@
 // The one human line the host prints at start (on stderr, so that stdout stays JSON logs): where
-// it listens, where its data and models are, and which models it brought back.
+// it listens, where its data and models are, and how each model it keeps came out of this start.
 //
 //   platform: listening on http://127.0.0.1:8080; DATA_DIR /srv/data; MODELS_DIR /srv/models;
-//   restored 2 models: fraud (realtime, LIVE), tinyllama (library, LIVE)
-import fs from 'node:fs';
+//   3 models: fraud (realtime, LIVE), tinyllama (library, LIVE), qwen (library, FAILED: load_error, not retried)
 import type { App } from './app.js';
+import type { ModelsDirState } from './models-dir.js';
 
-/** What became of MODELS_DIR at start: it was there, it was made, or it could not be made. */
-export type ModelsDirState = { kind: 'present' } | { kind: 'created' } | { kind: 'unavailable'; reason: string };
-
-/**
- * Makes MODELS_DIR (mode 0755: the GGUF files in it are not secrets, and operators copy files in)
- * when it is missing. A failure is reported, not fatal: a host that serves no LLM does not need it.
- */
-export function ensureModelsDir(dir: string): ModelsDirState {
-  if (fs.existsSync(dir)) return { kind: 'present' };
-  try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-    fs.chmodSync(dir, 0o755); // mkdir's mode is narrowed by the umask
-    return { kind: 'created' };
-  } catch (err) {
-    return { kind: 'unavailable', reason: (err as Error).message };
-  }
-}
-
-export interface RestoredModel {
+export interface ModelAtStart {
   id: string;
   kind: 'realtime' | 'library';
+  /** LIVE, FAILED, or FAILED with its failure kind and whether this start tried it again. */
   status: string;
 }
 
 /**
- * The models the host brought back: realtime models with a live deployment (LIVE once loaded,
- * FAILED when their build could not be loaded) and every library deployment with its status.
+ * The models the host keeps, as this start left them: realtime models with a live deployment (LIVE
+ * once loaded, FAILED when their build could not be loaded) and every library deployment. A FAILED
+ * library deployment says its failure kind, and `not retried` when this start did not try to load
+ * it (a `load_error` or `interrupted` one stays FAILED until it is deployed again).
  */
-export function restoredModels(app: Pick<App, 'realtime' | 'library'>): RestoredModel[] {
-  const realtime: RestoredModel[] = [];
+export function modelsAtStart(app: Pick<App, 'realtime' | 'library'>): ModelAtStart[] {
+  const realtime: ModelAtStart[] = [];
   for (const dep of app.realtime.deployments.allLive()) {
     if (app.realtime.registry.get(dep.modelId)) realtime.push({ id: dep.modelId, kind: 'realtime', status: 'LIVE' });
     else if (dep.action === 'deploy') realtime.push({ id: dep.modelId, kind: 'realtime', status: 'FAILED' });
   }
-  const library = app.library.list().map((d): RestoredModel => ({ id: d.modelId, kind: 'library', status: d.status }));
+  const library = app.library.list().map((d): ModelAtStart => {
+    if (d.status !== 'FAILED') return { id: d.modelId, kind: 'library', status: d.status };
+    const tried = app.library.triedAtStart.has(d.modelId);
+    return { id: d.modelId, kind: 'library', status: `FAILED: ${d.failureKind ?? 'load_error'}${tried ? '' : ', not retried'}` };
+  });
   return [...realtime, ...library];
 }
 
-export function startLine(url: string, dataDir: string, modelsDir: string, modelsDirState: ModelsDirState, models: readonly RestoredModel[]): string {
+export function startLine(url: string, dataDir: string, modelsDir: string, modelsDirState: ModelsDirState, models: readonly ModelAtStart[]): string {
   const dirNote =
     modelsDirState.kind === 'created'
       ? ' (created, mode 0755)'
       : modelsDirState.kind === 'unavailable'
         ? ` (missing, and it could not be created: ${modelsDirState.reason})`
         : '';
-  const restored =
+  const listed =
     models.length === 0
       ? 'no models yet'
-      : `restored ${models.length} model${models.length === 1 ? '' : 's'}: ${models.map((m) => `${m.id} (${m.kind}, ${m.status})`).join(', ')}`;
-  return `platform: listening on ${url}; DATA_DIR ${dataDir}; MODELS_DIR ${modelsDir}${dirNote}; ${restored}`;
+      : `${models.length} model${models.length === 1 ? '' : 's'}: ${models.map((m) => `${m.id} (${m.kind}, ${m.status})`).join(', ')}`;
+  return `platform: listening on ${url}; DATA_DIR ${dataDir}; MODELS_DIR ${modelsDir}${dirNote}; ${listed}`;
 }

@@ -141,7 +141,15 @@ export const migrations: readonly Migration[] = [
       -- What kind of failure a FAILED library deployment had, for the host to act on: a
       -- 'missing_file' one is tried again at start-up, in case the file is back. NULL unless FAILED.
       ALTER TABLE library_deployments ADD COLUMN failure_kind TEXT CHECK (failure_kind IN ('missing_file', 'load_error', 'interrupted'));
-      UPDATE library_deployments SET failure_kind = 'load_error' WHERE status = 'FAILED';
+      -- Rows FAILED before this column existed, told apart by the reasons the host wrote then: the
+      -- restart text of restore(), and the GGUF reader's "cannot open <file>: ENOENT: no such file
+      -- or directory, ..." for a missing file (so that it, too, is tried again at the next start).
+      UPDATE library_deployments SET failure_kind = CASE
+          WHEN reason = 'interrupted by a restart of the host' THEN 'interrupted'
+          WHEN reason LIKE '%ENOENT%' OR reason LIKE '%no such file or directory%' THEN 'missing_file'
+          ELSE 'load_error'
+        END
+        WHERE status = 'FAILED';
     `,
   },
 ];

@@ -24,32 +24,75 @@ export function fromSpace(metric: Metric, d: number): number {
   }
 }
 
-/**
- * Our distance between a query and a stored point as hnswlib holds it (for cosine both are
- * already unit length: hnswlib normalises stored points, and the caller the query).
- */
-export function exactDistance(metric: Metric, q: ArrayLike<number>, p: ArrayLike<number>): number {
-  const n = q.length;
-  if (metric === 'l2') {
-    let s = 0;
-    for (let i = 0; i < n; i++) {
-      const d = q[i]! - p[i]!;
-      s += d * d;
-    }
-    return Math.sqrt(s);
-  }
-  let dot = 0;
-  for (let i = 0; i < n; i++) dot += q[i]! * p[i]!;
-  return metric === 'cosine' ? Math.max(0, 1 - dot) : -dot;
+// hnswlib computes in float32, and its SSE build (x86-64; hnswlib-node is built without -mavx)
+// sums four lanes: lane k adds the products of elements k, k+4, k+8, ... of the whole blocks
+// of 4 (or 16), the lanes are then added in order, and any remaining elements one by one. The
+// exact scan below repeats that, rounding to float32 at each step (Math.fround), so that a
+// filtered search answered by the scan reports the very distance the graph would. Other builds
+// (arm64) sum in order.
+const LANES = process.arch === 'x64' || process.arch === 'ia32';
+const f = Math.fround;
+
+type Term = (i: number) => number;
+
+/** Sum of term(i) for i in [from, to), in order, in float32. */
+function serialSum(term: Term, from: number, to: number): number {
+  let s = 0;
+  for (let i = from; i < to; i++) s = f(s + term(i));
+  return s;
 }
 
-/** The vector scaled to unit length, as hnswlib's cosine space stores it (zero stays zero). */
+/** hnswlib's 4-lane SSE sum of term(i) for i in [0, to); `to` is a multiple of 4. */
+function laneSum(term: Term, to: number): number {
+  let l0 = 0;
+  let l1 = 0;
+  let l2 = 0;
+  let l3 = 0;
+  for (let i = 0; i < to; i += 4) {
+    l0 = f(l0 + term(i));
+    l1 = f(l1 + term(i + 1));
+    l2 = f(l2 + term(i + 2));
+    l3 = f(l3 + term(i + 3));
+  }
+  return f(f(f(l0 + l1) + l2) + l3);
+}
+
+/** The sum as hnswlib's space for dimension n sums it (the dispatch of space_ip.h and space_l2.h). */
+function hnswSum(term: Term, n: number): number {
+  if (!LANES || n < 4) return serialSum(term, 0, n);
+  if (n % 4 === 0) return laneSum(term, n);
+  const whole = n > 16 ? n - (n % 16) : n - (n % 4);
+  return f(laneSum(term, whole) + serialSum(term, whole, n));
+}
+
+/** hnswlib's own distance ('l2': squared; 'ip' and cosine: 1 - dot), in float32. */
+export function spaceDistance(space: SpaceName, q: ArrayLike<number>, p: ArrayLike<number>): number {
+  const n = q.length;
+  if (space === 'l2') {
+    return hnswSum((i) => {
+      const d = f(q[i]! - p[i]!);
+      return f(d * d);
+    }, n);
+  }
+  return f(1 - hnswSum((i) => f(q[i]! * p[i]!), n));
+}
+
+/**
+ * Our distance between a query and a stored point as hnswlib holds it, computed as hnswlib
+ * computes it (float32, its order of sums) and then converted as the graph's answers are (for
+ * cosine both are already unit length: hnswlib normalises stored points, and the caller the query).
+ */
+export function exactDistance(metric: Metric, q: ArrayLike<number>, p: ArrayLike<number>): number {
+  return fromSpace(metric, spaceDistance(SPACE[metric], q, p));
+}
+
+/** The vector scaled to unit length as hnswlib-node's cosine space does it, in float32 (zero stays zero). */
 export function normalized(v: Float32Array): Float32Array {
   let s = 0;
-  for (let i = 0; i < v.length; i++) s += v[i]! * v[i]!;
-  const inv = 1 / (Math.sqrt(s) + 1e-30);
-  const out = new Float32Array(v.length);
-  for (let i = 0; i < v.length; i++) out[i] = v[i]! * inv;
+  for (let i = 0; i < v.length; i++) s = f(s + f(v[i]! * v[i]!));
+  const norm = f(Math.sqrt(Math.abs(s)));
+  const out = new Float32Array(v);
+  if (norm > 0) for (let i = 0; i < v.length; i++) out[i] = v[i]! / norm;
   return out;
 }
 

@@ -3,14 +3,14 @@
 // and packing every number into a Float32Array would otherwise hold the event loop for tens or
 // hundreds of milliseconds. The main thread only reads the bytes and forwards the packed batch
 // to the index worker (as a transfer, without a copy). Import bodies (a collection's export,
-// snapshot-format.ts) are checked here whole for the same reason.
+// snapshot-format.ts) are read here for the same reason, chunk by chunk as they arrive.
 import { parentPort, workerData } from 'node:worker_threads';
 import { invalidArgument, notFound } from '../errors.js';
 import { describeValidationError, validatorCompiler } from '../validation.js';
 import { checkUpsert, upsertBodySchema, type CollectionInfo, type UpsertBody } from './requests.js';
-import { parseSnapshot } from './snapshot-format.js';
+import { SnapshotReader } from './snapshot-format.js';
 import { lowerThreadPriority } from './thread-priority.js';
-import type { IngestOps, UpsertBatch } from './types.js';
+import { VectorStoreError, type IngestOps, type UpsertBatch } from './types.js';
 import { serve } from './worker-protocol.js';
 
 lowerThreadPriority((workerData as { nice: number }).nice);
@@ -21,6 +21,16 @@ const validate = validatorCompiler({ schema: upsertBodySchema, method: 'POST', u
 ) => boolean) & { errors?: Parameters<typeof describeValidationError>[0][] | null };
 
 let collections = new Map<string, CollectionInfo>();
+/** Imports being read, by session. */
+const imports = new Map<number, SnapshotReader>();
+let nextSession = 1;
+
+function reader(session: number): SnapshotReader {
+  const r = imports.get(session);
+  // A worker restarted since the import began has lost its reader.
+  if (!r) throw new VectorStoreError('internal', `import session ${session} is unknown to the ingest worker`);
+  return r;
+}
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 function parseUpsert(bytes: Uint8Array) {
@@ -49,9 +59,30 @@ serve(
       return null;
     }
     if (op === 'parseUpsert') return parseUpsert((arg as IngestOps['parseUpsert'][0]).bytes);
-    if (op === 'parseImport') {
-      const { bytes, name } = arg as IngestOps['parseImport'][0];
-      return parseSnapshot(bytes, name);
+    if (op === 'importBegin') {
+      const session = nextSession++;
+      imports.set(session, new SnapshotReader((arg as IngestOps['importBegin'][0]).name));
+      return { session };
+    }
+    if (op === 'importChunk') {
+      const { session, bytes } = arg as IngestOps['importChunk'][0];
+      try {
+        reader(session).push(bytes);
+      } catch (err) {
+        imports.delete(session);
+        throw err;
+      }
+      return null;
+    }
+    if (op === 'importEnd') {
+      const { session } = arg as IngestOps['importEnd'][0];
+      const r = reader(session);
+      imports.delete(session);
+      return r.end();
+    }
+    if (op === 'importAbort') {
+      imports.delete((arg as IngestOps['importAbort'][0]).session);
+      return null;
     }
     throw new Error(`unknown operation ${op}`);
   },

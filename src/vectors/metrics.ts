@@ -8,6 +8,8 @@
 //   vector_store_index_lag_vectors{collection}                gauge: committed changes not yet in the graphs
 //   vector_store_checkpoint_age_seconds{collection}           gauge: seconds since the graphs were last all
 //                                                             checkpointed (0 while they are)
+//   vector_store_exports_open                                 gauge: exports streaming now (each holds a
+//                                                             read transaction and a connection)
 //
 // The gauges are read when /metrics is scraped: counts from SQLite, lag and checkpoint age from
 // the index worker (one question per scrape, shared by both gauges).
@@ -21,6 +23,8 @@ export interface VectorStoreReadings {
   collections: () => Array<{ id: number; name: string; vectorCount: number }>;
   /** Undefined when the index worker is not running (it has nothing queued then). */
   gauges: () => Promise<CollectionGauges[] | undefined>;
+  /** Exports streaming now. */
+  exportsOpen: () => number;
 }
 
 export class VectorMetrics {
@@ -62,6 +66,14 @@ export class VectorMetrics {
       collect() {
         this.reset();
         for (const c of readings.collections()) this.set({ collection: c.name }, c.vectorCount);
+      },
+    });
+    new Gauge({
+      name: 'vector_store_exports_open',
+      help: 'Collection exports streaming now (each holds a read transaction and a database connection)',
+      registers: [registry],
+      collect() {
+        this.set(readings.exportsOpen());
       },
     });
     // The two gauges of the index worker share one answer per scrape.

@@ -71,6 +71,12 @@ export function checkId(id: string, param: string): void {
   if (id.length > MAX_ID_LENGTH) throw invalidArgument(`${param} has ${id.length} characters; an id is at most ${MAX_ID_LENGTH}`, param);
 }
 
+/** A tenant id as the request schemas take it (tenantSchema), for one read from a file (an import). */
+export function checkTenant(tenant: string, param: string): void {
+  if (tenant.length === 0) throw invalidArgument(`${param} is empty; a tenant id is 1 to ${MAX_TENANT_LENGTH} characters`, param);
+  if (tenant.length > MAX_TENANT_LENGTH) throw invalidArgument(`${param} has ${tenant.length} characters; a tenant id is at most ${MAX_TENANT_LENGTH}`, param);
+}
+
 export function checkDimension(c: CollectionInfo, values: unknown[], param: string): void {
   if (values.length !== c.dimension) {
     throw invalidArgument(`${param} has ${values.length} numbers; the collection "${c.name}" has dimension ${c.dimension}`, param);

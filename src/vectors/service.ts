@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { VectorConfig } from '../config.js';
-import { conflict, invalidArgument, notFound } from '../errors.js';
+import { ApiError, conflict, invalidArgument, notFound } from '../errors.js';
 import type { Db } from '../store/database.js';
 import { float32ArrayToNumbers } from './distance.js';
 import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
@@ -18,7 +18,7 @@ import { VectorMetrics } from './metrics.js';
 import { checkDimension, checkId, itemTenant, packNumbers, tenantOf } from './requests.js';
 import { decodeCursor, encodeCursor } from './scroll-cursor.js';
 import { openCollectionExport } from './snapshot-export.js';
-import type { CollectionGauges, CollectionRecord, IndexStats, IngestOps, Metric, Properties, SampledVector, VectorKey, WorkerOps } from './types.js';
+import type { CollectionGauges, CollectionRecord, ImportBatch, IndexStats, IngestOps, Metric, Properties, SampledVector, VectorKey, WorkerOps } from './types.js';
 import { WorkerClient } from './worker-client.js';
 
 // ---- request bodies (after schema validation: types are right, the rest is checked here) ----
@@ -104,6 +104,12 @@ export interface SearchResultJson {
 
 const vectorJson = (v: SampledVector): VectorJson => ({ id: v.id, ...(v.values ? { values: float32ArrayToNumbers(v.values) } : {}), properties: v.properties });
 
+/** How much of an import body goes to the ingest worker in one message. */
+const IMPORT_CHUNK_BYTES = 1024 * 1024;
+
+/** Retry-After of an export refused because the others are still streaming. */
+const EXPORT_RETRY_AFTER_S = 5;
+
 /** How long a /metrics scrape waits for the index worker's figures before leaving them out. */
 const GAUGES_TIMEOUT_MS = 2000;
 
@@ -126,6 +132,8 @@ export class VectorService {
   private readonly stmt;
   private readonly metrics: VectorMetrics | undefined;
   private readonly dbPath: string;
+  /** Exports streaming now: each holds a read transaction and a connection (snapshot-export.ts). */
+  private exportsOpen = 0;
 
   constructor(
     db: Db,
@@ -160,6 +168,7 @@ export class VectorService {
       this.metrics = new VectorMetrics(registry, {
         collections: () => this.stmt.counts.all() as Array<{ id: number; name: string; vectorCount: number }>,
         gauges: () => this.workerGauges(),
+        exportsOpen: () => this.exportsOpen,
       });
     }
     for (const row of this.stmt.all.all() as CollectionRow[]) {
@@ -332,7 +341,12 @@ export class VectorService {
     return this.worker.call('count', { collectionId: c.id, tenant, filter });
   }
 
-  /** One page of a tenant's vectors in id order; next_cursor is null after the last one. */
+  /**
+   * One page of a tenant's vectors in id order. next_cursor is null exactly when no vector after
+   * the page matches; otherwise it continues after the page. A page can hold fewer than `limit`
+   * vectors, even none, while next_cursor is set: one call scans a bounded number of ids
+   * (SCROLL_SCAN_MAX), so a sparse filter pages through the partition in steps.
+   */
   async scroll(body: ScrollBody): Promise<{ vectors: VectorJson[]; next_cursor: string | null }> {
     const c = this.collection(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
@@ -347,25 +361,115 @@ export class VectorService {
       includeVector: body.include_vector,
       properties: body.properties,
     });
-    const last = res.vectors.at(-1);
-    return { vectors: res.vectors.map(vectorJson), next_cursor: res.more && last ? encodeCursor(last.id) : null };
+    const resume = res.resumeAfter ?? res.vectors.at(-1)?.id;
+    return { vectors: res.vectors.map(vectorJson), next_cursor: res.more && resume !== undefined ? encodeCursor(resume) : null };
   }
 
-  /** A consistent snapshot of the collection as an export file (snapshot-format.ts), streamed. */
+  /** Exports streaming now (the vector_store_exports_open gauge). */
+  get openExports(): number {
+    return this.exportsOpen;
+  }
+
+  /** The largest import body (MAX_VECTOR_IMPORT_BYTES). */
+  get maxImportBytes(): number {
+    return this.config.maxImportBytes;
+  }
+
+  /**
+   * A consistent snapshot of the collection as an export file (snapshot-format.ts), streamed.
+   * At most maxConcurrentExports at once (each holds a connection and keeps the WAL from being
+   * checkpointed past its snapshot): beyond, a 429 with Retry-After.
+   */
   exportCollection(name: string): { filename: string; vectorCount: number; stream: Readable } {
     this.collection(name, 'name');
-    const exported = openCollectionExport(this.dbPath, name);
+    const max = this.config.maxConcurrentExports;
+    if (this.exportsOpen >= max) {
+      throw new ApiError('overloaded', `${max} exports are already streaming (VECTOR_MAX_CONCURRENT_EXPORTS); retry when one has finished`, null, {
+        'retry-after': String(EXPORT_RETRY_AFTER_S),
+      });
+    }
+    this.exportsOpen++;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.exportsOpen--;
+    };
+    let exported: ReturnType<typeof openCollectionExport>;
+    try {
+      exported = openCollectionExport(this.dbPath, name, { idleTimeoutMs: this.config.exportIdleTimeoutMs, onClose: release });
+    } catch (err) {
+      release();
+      throw err;
+    }
     if (!exported) throw notFound(`no vector collection named "${name}"`, 'name');
     return { filename: `${name}.ndjson`, vectorCount: exported.vectorCount, stream: exported.stream };
   }
 
-  /** Creates a collection from an export, as `name` or under the name it was exported with. */
-  async importCollection(bytes: Buffer, name: string | undefined): Promise<CollectionJson> {
-    const exists = (n: string) => conflict(`a vector collection named "${n}" already exists; import under another --name or delete it first`, 'name');
+  /**
+   * Creates a collection from an export, as `name` or under the name it was exported with. The
+   * body is read as it arrives and handed to the ingest worker in chunks, which checks and packs
+   * it line by line (snapshot-format.ts): neither thread holds the file, only its packed vectors.
+   * A body over MAX_VECTOR_IMPORT_BYTES is a 413.
+   */
+  async importCollection(body: AsyncIterable<Uint8Array> | Uint8Array | undefined, name: string | undefined, declaredBytes?: number): Promise<CollectionJson> {
+    const exists = (n: string) =>
+      conflict(`a vector collection named "${n}" already exists; import under another name (?name= over HTTP, --name in the CLI) or delete it first`, 'name');
     if (name !== undefined && this.byName.has(name)) throw exists(name);
-    const copy = new Uint8Array(bytes.byteLength);
-    copy.set(bytes);
-    const batch = await this.ingest.call('parseImport', { bytes: copy, name }, [copy.buffer]);
+    const limit = this.config.maxImportBytes;
+    // The rest of the body is not read: the connection is closed after the answer.
+    const tooLarge = () =>
+      new ApiError(
+        'payload_too_large',
+        `the import is larger than the limit of ${limit} bytes (MAX_VECTOR_IMPORT_BYTES); raise MAX_VECTOR_IMPORT_BYTES to import this file`,
+        null,
+        { connection: 'close' },
+      );
+    if (declaredBytes !== undefined && declaredBytes > limit) throw tooLarge();
+    const { session } = await this.ingest.call('importBegin', { name });
+    let batch: ImportBatch;
+    try {
+      // One chunk to the worker at a time, while the next is read from the socket.
+      let failed: unknown;
+      let inFlight: Promise<void> = Promise.resolve();
+      let parts: Uint8Array[] = [];
+      let partBytes = 0;
+      let total = 0;
+      const send = async () => {
+        await inFlight;
+        if (failed !== undefined) throw failed;
+        if (partBytes === 0) return;
+        const bytes = new Uint8Array(partBytes);
+        let at = 0;
+        for (const p of parts) {
+          bytes.set(p, at);
+          at += p.byteLength;
+        }
+        parts = [];
+        partBytes = 0;
+        inFlight = this.ingest.call('importChunk', { session, bytes }, [bytes.buffer]).then(
+          () => undefined,
+          (err: unknown) => {
+            failed = err;
+          },
+        );
+      };
+      const chunks: AsyncIterable<Uint8Array> | Uint8Array[] = body === undefined ? [] : body instanceof Uint8Array ? [body] : body;
+      for await (const chunk of chunks) {
+        total += chunk.byteLength;
+        if (total > limit) throw tooLarge();
+        parts.push(chunk);
+        partBytes += chunk.byteLength;
+        if (partBytes >= IMPORT_CHUNK_BYTES) await send();
+      }
+      await send();
+      await inFlight;
+      if (failed !== undefined) throw failed;
+      batch = await this.ingest.call('importEnd', { session });
+    } catch (err) {
+      void this.ingest.call('importAbort', { session }).catch(() => undefined);
+      throw err;
+    }
     if (this.byName.has(batch.collection.name)) throw exists(batch.collection.name);
     const record = await this.worker.call('importCollection', batch, [batch.values.buffer as ArrayBuffer]);
     this.byName.set(record.name, record);

@@ -5,6 +5,11 @@
 // not in it. Pages are read by the primary key (tenant, id) after the last row sent, one page
 // per pull of the stream, so neither the collection nor an open statement is held between
 // pulls. The host's own connection is never used: it serves every other request meanwhile.
+//
+// A read transaction keeps the WAL from being checkpointed past it, so an export that is not
+// read for `idleTimeoutMs` (a client that stopped reading but keeps its socket open) is
+// destroyed, and its transaction and connection are let go. The count in the header is the
+// collection's vector_count as of the same transaction (every write updates it with its rows).
 import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import Database from 'better-sqlite3';
@@ -28,15 +33,36 @@ export interface CollectionExport {
   stream: Readable;
 }
 
+export interface ExportOptions {
+  /** The stream is destroyed after this long without a pull. */
+  idleTimeoutMs: number;
+  /** Called once, when the export's connection is closed (at the end, on an error, or idle). */
+  onClose?: () => void;
+}
+
+/** The error an idle export is destroyed with. */
+export class ExportIdleError extends Error {
+  constructor(ms: number) {
+    super(`the export was not read for ${ms} ms; its snapshot was released`);
+    this.name = 'ExportIdleError';
+  }
+}
+
 /** The export of collection `name` as of now, or undefined when there is none. */
-export function openCollectionExport(dbPath: string, name: string): CollectionExport | undefined {
+export function openCollectionExport(dbPath: string, name: string, options: ExportOptions): CollectionExport | undefined {
   const db = new Database(dbPath, { readonly: true, fileMustExist: true });
   let closed = false;
+  let timer: NodeJS.Timeout | undefined;
   const close = () => {
     if (closed) return;
     closed = true;
-    if (db.inTransaction) db.exec('ROLLBACK');
-    db.close();
+    clearTimeout(timer);
+    try {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      db.close();
+    } finally {
+      options.onClose?.();
+    }
   };
   try {
     db.pragma('busy_timeout = 5000');
@@ -47,7 +73,8 @@ export function openCollectionExport(dbPath: string, name: string): CollectionEx
       return undefined;
     }
     const record = collectionFromRow(row);
-    const vectorCount = db.prepare('SELECT count(*) FROM vectors WHERE collection_id = ?').pluck().get(record.id) as number;
+    // Kept by every write in the same transaction as its rows: no O(n) count(*) on this thread.
+    const vectorCount = record.vectorCount;
     const page = db.prepare(
       `SELECT tenant, id, vec, properties FROM vectors
        WHERE collection_id = ? AND (tenant, id) > (?, ?) ORDER BY tenant, id LIMIT ?`,
@@ -81,9 +108,36 @@ export function openCollectionExport(dbPath: string, name: string): CollectionEx
       }
     }
 
-    const stream = Readable.from(lines(), { objectMode: false });
-    // A stream destroyed before its first pull never runs the generator's finally.
-    stream.once('close', close);
+    // One page per pull; the idle timer runs from the last pull (a stalled client pulls no more
+    // once the socket's buffers are full).
+    const source = lines();
+    const stream = new Readable({
+      read() {
+        arm();
+        try {
+          const next = source.next();
+          this.push(next.done ? null : next.value);
+        } catch (err) {
+          this.destroy(err as Error);
+        }
+      },
+      destroy(err, callback) {
+        try {
+          source.return(undefined); // runs the generator's finally, if it began
+        } finally {
+          close();
+          callback(err);
+        }
+      },
+    });
+    const arm = () => {
+      clearTimeout(timer);
+      if (closed) return;
+      timer = setTimeout(() => stream.destroy(new ExportIdleError(options.idleTimeoutMs)), options.idleTimeoutMs);
+      timer.unref();
+    };
+    stream.once('end', close);
+    arm();
     return { record, vectorCount, stream };
   } catch (err) {
     close();

@@ -137,11 +137,16 @@ export interface ScrollRequest {
 
 export interface ScrollResult {
   vectors: SampledVector[];
-  /** More matching vectors follow the last one returned. */
+  /** More matching vectors may follow: true unless the scan reached the partition's end. */
   more: boolean;
+  /**
+   * Where the next page starts when the scan's budget ran out before the page filled: the last
+   * id scanned (at or after the last one returned). Absent when the page ends at its last vector.
+   */
+  resumeAfter?: string;
 }
 
-/** A parsed and checked collection export (snapshot.ts), ready to be written in one transaction. */
+/** A parsed and checked collection export (snapshot-format.ts), ready to be written in one transaction. */
 export interface ImportBatch extends Omit<UpsertBatch, 'collectionId'> {
   collection: NewCollection;
 }
@@ -205,8 +210,15 @@ export type IngestOps = {
   setCollections: [{ collections: Array<Pick<CollectionRecord, 'id' | 'name' | 'dimension' | 'multiTenant'>> }, null];
   /** Parses and checks an upsert body (UTF-8 JSON) and packs it for the index worker. */
   parseUpsert: [{ bytes: Uint8Array }, UpsertBatch];
-  /** Parses and checks a collection export (snapshot.ts), under `name` when given. */
-  parseImport: [{ bytes: Uint8Array; name: string | undefined }, ImportBatch];
+  /**
+   * An import: a collection export (snapshot-format.ts) read as it arrives, under `name` when
+   * given. Begin opens a reader, each chunk goes to it in order, end checks the last line and
+   * returns the packed collection; abort (or end, or a refusal) lets the reader go.
+   */
+  importBegin: [{ name: string | undefined }, { session: number }];
+  importChunk: [{ session: number; bytes: Uint8Array }, null];
+  importEnd: [{ session: number }, ImportBatch];
+  importAbort: [{ session: number }, null];
 };
 
 /** An error the worker reports for the main thread to render (code as in src/errors.ts). */

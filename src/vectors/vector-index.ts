@@ -46,6 +46,9 @@ import {
 /** Longest stretch of graph work between two looks at the message queue. */
 const SLICE_MS = 8;
 
+/** Most ids one scroll call reads (and filters) before it answers with what it found. */
+export const SCROLL_SCAN_MAX = 10_000;
+
 /** The vectors of an apply job that only deletes. */
 const NO_VALUES = new Float32Array(0);
 
@@ -330,6 +333,10 @@ export class VectorIndex {
    * One page of a tenant's vectors in id order, after `req.after`. Ids are read from the primary
    * key in chunks (no statement stays open between messages) and filtered on the properties held
    * in memory, so that only the vectors returned are read in full. `more` looks one match ahead.
+   * One call scans at most SCROLL_SCAN_MAX ids, so that a sparse filter over a large partition
+   * never holds the worker (and the graph work behind it) for long: when the budget runs out
+   * first, the page is returned as it is (short, even empty) with `resumeAfter`, the last id
+   * scanned, and `more` set, and the client's next call carries on from there.
    */
   scroll(req: ScrollRequest): ScrollResult {
     const c = this.collection(req.collectionId);
@@ -339,9 +346,17 @@ export class VectorIndex {
     const ids: string[] = [];
     let after = req.after ?? '';
     let more = false;
-    const chunk = Math.max(1024, req.limit + 1);
+    let resumeAfter: string | undefined;
+    let scanned = 0;
     scan: for (;;) {
+      const chunk = Math.min(Math.max(1024, req.limit + 1), SCROLL_SCAN_MAX - scanned);
+      if (chunk <= 0) {
+        more = true;
+        resumeAfter = after;
+        break;
+      }
       const page = this.sql.idsAfter.all(c.record.id, p.tenant, after, chunk) as string[];
+      scanned += page.length;
       for (const id of page) {
         const label = p.idToLabel.get(id);
         if (label === undefined || (match && !match(p.props.get(label)!))) continue;
@@ -360,7 +375,7 @@ export class VectorIndex {
       if (req.includeVector) out.values = blobToFloats(this.sql.vec.get(c.record.id, p.tenant, id) as Buffer);
       return out;
     });
-    return { vectors, more };
+    return { vectors, more, ...(resumeAfter !== undefined ? { resumeAfter } : {}) };
   }
 
   stats(collectionId: number): IndexStats {

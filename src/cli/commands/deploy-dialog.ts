@@ -6,6 +6,7 @@
 // The result is the same deployment file that --from-file takes, shown as YAML before it is sent.
 import { stringify } from 'yaml';
 import { variationNameProblem } from '../../models/names.js';
+import type { RouteConfig } from '../../realtime/traffic.js';
 import { CliError } from '../errors.js';
 import type { PlatformClient } from '../http-client.js';
 import { Prompter, choice, percentage, yesNo, type Answer } from '../prompt.js';
@@ -20,18 +21,13 @@ interface AudienceJson {
   name: string;
 }
 interface ModelInfo {
-  live_deployment: { traffic: { variations: Record<string, string>; audiences: Array<{ id: string; routes: Route[] }>; fallbackVariation: string | null } } | null;
-}
-interface Route {
-  variation_name: string;
-  weight: number;
-  shadow: boolean;
+  live_deployment: { traffic: { variations: Record<string, string>; audiences: Array<{ id: string; routes: RouteConfig[] }>; fallbackVariation: string | null } } | null;
 }
 
 export interface DeployFile {
   model_id: string;
   build_id: string;
-  realtime: { variation_name: string; audiences: Array<{ id: string; routes: Route[]; fallback_variation?: string }> };
+  realtime: { variation_name: string; audiences: Array<{ id: string; routes: RouteConfig[]; fallback_variation?: string }> };
 }
 
 /** A listed item picked by its number or by its id. */
@@ -120,7 +116,7 @@ export async function deployDialog(client: PlatformClient, modelId: string, prom
 
 /** One audience's routes: a percentage per variation (totalling 100), then an optional shadow. */
 async function audienceRoutes(prompt: Prompter, audience: AudienceJson, variations: string[]): Promise<DeployFile['realtime']['audiences'][number]> {
-  const routes: Route[] = [];
+  const routes: RouteConfig[] = [];
   let left = 100;
   for (const [i, v] of variations.entries()) {
     const last = i === variations.length - 1;

@@ -1,14 +1,10 @@
 // `platform models get <model-id>` for people: the model's fields, then for a realtime model its
 // live traffic (variations with their builds and instance types, audiences with their routes),
 // and for a library model its loaded file and instance.
+import type { RouteConfig } from '../../realtime/traffic.js';
 import type { PlatformClient } from '../http-client.js';
 import { formatFields, formatTable, isoTime } from '../table.js';
 
-interface Route {
-  variation_name: string;
-  weight: number;
-  shadow: boolean;
-}
 
 export interface DeploymentJson {
   deployment_id: string;
@@ -20,7 +16,7 @@ export interface DeploymentJson {
   instance_type: string | null;
   traffic: {
     variations: Record<string, string>;
-    audiences: Array<{ id: string; routes: Route[] }>;
+    audiences: Array<{ id: string; routes: RouteConfig[] }>;
     fallbackVariation: string | null;
     batching?: Record<string, { max_batch_rows?: number; max_wait_micros?: number }>;
     instanceTypes?: Record<string, string>;

@@ -35,6 +35,13 @@ function jsonObject(flag: string) {
   };
 }
 
+/** A transfer that stopped before the end of the file (the host went away, or ended an idle export). */
+function brokeOff(name: string, err: unknown): string {
+  const e = err as Error & { cause?: { message?: string } };
+  const cause = e.cause?.message ? ` (${e.cause.message})` : '';
+  return `the export of "${name}" broke off: ${e.message}${cause}`;
+}
+
 const path = (name: string) => `/api/v1/vectors/collections/${encodeURIComponent(name)}`;
 
 function describe(c: CollectionJson): string {
@@ -161,7 +168,12 @@ export function registerVectorCommands(program: Command): Command {
       const response = await clientFromEnv().download('GET', `/api/v1/vectors/export/${encodeURIComponent(name)}`);
       const body = Readable.fromWeb(response.body as ReadableStream<Uint8Array>);
       if (opts.output === undefined) {
-        await pipeline(body, process.stdout, { end: false });
+        try {
+          await pipeline(body, process.stdout, { end: false });
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          throw new CliError(code && code !== 'ABORT_ERR' ? `cannot write to stdout: ${code}` : brokeOff(name, err));
+        }
         return;
       }
       // Written beside the target and renamed when complete: a broken transfer leaves no partial file.
@@ -172,7 +184,7 @@ export function registerVectorCommands(program: Command): Command {
       } catch (err) {
         fs.rmSync(tmp, { force: true });
         const code = (err as NodeJS.ErrnoException).code;
-        throw new CliError(code ? `cannot write ${opts.output}: ${code}` : `the export of "${name}" broke off: ${(err as Error).message}`);
+        throw new CliError(code ? `cannot write ${opts.output}: ${code}` : brokeOff(name, err));
       }
       process.stderr.write(`${opts.output}: ${response.headers.get('x-vector-count') ?? '?'} vectors\n`);
     });

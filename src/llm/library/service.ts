@@ -106,17 +106,30 @@ export class LibraryService {
     return dep;
   }
 
-  /** The instance serving `modelId`: 404 if unknown, 503 while it loads or after it failed. */
-  instance(modelId: string): LlmInstance {
+  /**
+   * The library deployment `modelId` names, for the routes that serve library models; `param` is
+   * the field that named it (`model_id` in a URL, `model` in a body). A realtime model is a 400
+   * that says where to send it; an unknown one is a 404.
+   */
+  resolve(modelId: string, param: string): LibraryDeployment {
+    const dep = this.find(modelId);
+    if (dep) return dep;
+    if (this.models.find(modelId)?.kind === 'realtime') throw invalidArgument(`model "${modelId}" is a realtime model; call /v1/${modelId}/predict`, param);
+    throw notFound(`model "${modelId}" does not exist; GET /v1/models lists the models served here`, param);
+  }
+
+  /**
+   * The instance serving `modelId`: as `resolve` when it is not a library model, 503 while it loads
+   * or after it failed. The 503 goes to inference callers, so it names no path and gives no
+   * operator instructions: the reason is in the deployment status (GET /api/v1/library/deployments/<id>).
+   */
+  instance(modelId: string, param = 'model_id'): LlmInstance {
     const instance = this.live.get(modelId);
     if (instance) return instance;
-    const dep = this.find(modelId);
-    if (!dep) {
-      const model = this.models.find(modelId);
-      if (model?.kind === 'realtime') throw invalidArgument(`model "${modelId}" is a realtime model; call /v1/${modelId}/predict`, 'model_id');
-      throw notFound(`model "${modelId}" does not exist`, 'model_id');
+    const dep = this.resolve(modelId, param);
+    if (dep.status === 'FAILED') {
+      throw unavailable(`model "${modelId}" failed to load; its deployment status (GET /api/v1/library/deployments/${modelId}) says why`);
     }
-    if (dep.status === 'FAILED') throw unavailable(`model "${modelId}" failed to load: ${dep.reason}`);
     throw unavailable(`model "${modelId}" is not live yet (${dep.status}); retry when it is LIVE`);
   }
 
@@ -214,10 +227,14 @@ export class LibraryService {
       else if (dep.status === 'FAILED' && dep.failureKind === 'missing_file') {
         this.log.info({ modelId: dep.modelId, file: dep.file }, 'library model failed for a missing file: trying again');
         tasks.push(this.startLoad(dep.modelId));
-      }
+      } else continue;
+      this.triedAtStart.add(dep.modelId);
     }
     this.restored = Promise.all(tasks).then(() => undefined);
   }
+
+  /** The models `restore` tried to load at this start (LIVE ones, and FAILED ones whose file was missing). */
+  readonly triedAtStart = new Set<string>();
 
   /** Resolves once every load that `restore` started has ended, LIVE or FAILED (for the start line). */
   whenRestored(): Promise<void> {

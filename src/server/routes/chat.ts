@@ -7,7 +7,7 @@ import { invalidArgument } from '../../errors.js';
 import type { LibraryService } from '../../llm/library/service.js';
 import type { LlmMetrics } from '../../llm/metrics.js';
 import { modelParams, responses } from '../schemas.js';
-import { answerCompletion, chatAnswerSchema, chatBodySchema, chatForm, modelCard, modelListSchema, textAnswerSchema, textBodySchema, textForm, type OpenAiBody } from './openai-answers.js';
+import { answerCompletion, chatAnswerSchema, chatBodySchema, chatForm, liveModelCard, modelListSchema, textAnswerSchema, textBodySchema, textForm, type OpenAiBody } from './openai-answers.js';
 
 export interface ChatRouteOptions {
   library: LibraryService;
@@ -58,8 +58,15 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, serv
 
   app.get<{ Params: { model_id: string } }>(
     '/v1/:model_id/models',
-    { schema: { summary: 'List the model of the URL, in the OpenAI list form', params: modelParams, response: responses({ 200: modelListSchema }) } },
-    async (request) => ({ object: 'list', data: [modelCard(library.get(request.params.model_id))] }),
+    {
+      schema: {
+        summary: 'List the model of the URL, in the OpenAI list form, once it is live (503 while it loads or after it failed)',
+        params: modelParams,
+        response: responses({ 200: modelListSchema }),
+      },
+    },
+    // The same rule as GET /v1/models/<model>: only a live model is listed.
+    async (request) => ({ object: 'list', data: [liveModelCard(library, request.params.model_id, 'model_id')] }),
   );
 
   app.post<{ Params: { model_id: string }; Body: { text: string; add_special?: boolean; parse_special?: boolean } }>(

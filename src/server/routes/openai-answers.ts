@@ -23,6 +23,13 @@ export const chatBodySchema = (modelRequired: boolean) =>
 export const textBodySchema = (modelRequired: boolean) =>
   ({ type: 'object', required: modelRequired ? ['model', 'prompt'] : ['prompt'], properties: { model: modelField } }) as const;
 
+/** POST /v1/embeddings: `input` is a string, or an array of strings or of token ids, as OpenAI takes it. */
+export const embeddingsBodySchema = {
+  type: 'object',
+  required: ['model', 'input'],
+  properties: { model: modelField, input: { type: ['string', 'array'] } },
+} as const;
+
 const usageSchema = {
   type: 'object',
   required: ['prompt_tokens', 'completion_tokens', 'total_tokens'],
@@ -73,6 +80,15 @@ export const modelListSchema = {
 
 /** A library model in the OpenAI model-object form. */
 export const modelCard = (dep: LibraryDeployment) => ({ id: dep.modelId, object: 'model', created: Math.floor(dep.createdAt / 1000), owned_by: 'platform' });
+
+/**
+ * A library model's card, for the routes that show one model: only a live model has one; any other
+ * gets the answer a completion on it would get (404 unknown, 400 realtime, 503 loading or FAILED).
+ */
+export function liveModelCard(library: LibraryService, modelId: string, param: string) {
+  library.instance(modelId, param);
+  return modelCard(library.get(modelId));
+}
 
 /** The chat form of a body: its `messages`, checked. */
 export const chatForm = (body: OpenAiBody): CompletionForm => new ChatForm(chatMessages(body.messages));

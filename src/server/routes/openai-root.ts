@@ -3,38 +3,42 @@
 // benchmarks call it. Beside the per-model surface (chat.ts), answered by the same code
 // (openai-answers.ts). Fastify matches static segments before parameters, so /v1/chat/completions
 // and /v1/models win over /v1/:model_id/...; the ids they would shadow are refused at model
-// create (RESERVED_MODEL_IDS, src/models/names.ts). POST /v1/embeddings waits for the engine's
-// embeddings.
+// create (RESERVED_MODEL_IDS, src/models/names.ts). POST /v1/embeddings is refused by name (a 400)
+// until the engine serves embedding models.
 import type { FastifyPluginAsync } from 'fastify';
-import { invalidArgument, notFound } from '../../errors.js';
+import { invalidArgument } from '../../errors.js';
 import type { LibraryService } from '../../llm/library/service.js';
 import type { LlmMetrics } from '../../llm/metrics.js';
-import type { ModelStore } from '../../models/store.js';
 import { responses } from '../schemas.js';
-import { answerCompletion, chatAnswerSchema, chatBodySchema, chatForm, modelCard, modelCardSchema, modelListSchema, textAnswerSchema, textBodySchema, textForm, type OpenAiBody } from './openai-answers.js';
+import {
+  answerCompletion,
+  chatAnswerSchema,
+  chatBodySchema,
+  chatForm,
+  embeddingsBodySchema,
+  liveModelCard,
+  modelCard,
+  modelCardSchema,
+  modelListSchema,
+  textAnswerSchema,
+  textBodySchema,
+  textForm,
+  type OpenAiBody,
+} from './openai-answers.js';
 
 export interface OpenAiRootRouteOptions {
   library: LibraryService;
   metrics: LlmMetrics;
-  /** Model records of both kinds, to tell a caller that names a realtime model where to send it. */
-  models: ModelStore;
 }
 
 export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = async (app, services) => {
-  const { library, models } = services;
-
-  /** `model` when it names a library deployment; a 404 (or a 400 for a realtime model) naming the field otherwise. */
-  const deployedModel = (model: string): string => {
-    if (library.find(model)) return model;
-    if (models.find(model)?.kind === 'realtime') throw invalidArgument(`model "${model}" is a realtime model; call /v1/${model}/predict`, 'model');
-    throw notFound(`model "${model}" does not exist; GET /v1/models lists the models served here`, 'model');
-  };
+  const { library } = services;
 
   app.post<{ Body: OpenAiBody }>(
     '/v1/chat/completions',
     { schema: { summary: 'Chat completion on the model named in the body (JSON or SSE stream)', body: chatBodySchema(true), response: responses({ 200: chatAnswerSchema }) } },
     async (request, reply) => {
-      const modelId = deployedModel(request.body.model as string);
+      const { modelId } = library.resolve(request.body.model as string, 'model');
       return answerCompletion(services, request, reply, modelId, chatForm(request.body));
     },
   );
@@ -43,8 +47,18 @@ export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = asyn
     '/v1/completions',
     { schema: { summary: 'Legacy text completion on the model named in the body (JSON or SSE stream)', body: textBodySchema(true), response: responses({ 200: textAnswerSchema }) } },
     async (request, reply) => {
-      const modelId = deployedModel(request.body.model as string);
+      const { modelId } = library.resolve(request.body.model as string, 'model');
       return answerCompletion(services, request, reply, modelId, textForm(request.body));
+    },
+  );
+
+  // Listed in the OpenAI surface (and in the reserved ids' message), refused by name until the
+  // engine serves an embedding model, rather than left to the generic 404.
+  app.post(
+    '/v1/embeddings',
+    { schema: { summary: 'Embeddings (OpenAI form): not available yet, a 400 that says so', body: embeddingsBodySchema, response: responses({}) } },
+    async () => {
+      throw invalidArgument('embeddings are not available yet: the engine serves no embedding models', 'model');
     },
   );
 
@@ -61,15 +75,11 @@ export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = asyn
     '/v1/models/:model',
     {
       schema: {
-        summary: 'One live library model, in the OpenAI model form',
+        summary: 'One live library model, in the OpenAI model form (503 while it loads or after it failed)',
         params: { type: 'object', required: ['model'], properties: { model: { type: 'string', maxLength: 256 } } },
         response: responses({ 200: modelCardSchema }),
       },
     },
-    async (request) => {
-      const modelId = deployedModel(request.params.model);
-      library.instance(modelId); // 503 while it loads or after it failed, as a completion would be
-      return modelCard(library.get(modelId));
-    },
+    async (request) => liveModelCard(library, request.params.model, 'model'),
   );
 };

@@ -16,6 +16,9 @@
 //
 // Export and import are not under /collections/{name}/: a GET there is the fetch of a vector id.
 // Bodies may be up to MAX_VECTOR_BODY_BYTES (a batch of embeddings is large); beyond it, 413.
+// An import has its own limit, MAX_VECTOR_IMPORT_BYTES, and is streamed rather than buffered.
+// At most VECTOR_MAX_CONCURRENT_EXPORTS exports stream at once (429 beyond); one not read for
+// VECTOR_EXPORT_IDLE_TIMEOUT_MS is ended.
 import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import { ApiError } from '../../errors.js';
 import { validatorCompiler } from '../../validation.js';
@@ -338,17 +341,18 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     },
   );
 
-  // An export file reaches the handler as bytes, checked whole in the ingest worker before the
-  // collection is created with all its vectors in one transaction.
+  // An export file reaches the handler as a stream: the service hands it to the ingest worker
+  // chunk by chunk, which checks every line before the collection is created with all its vectors
+  // in one transaction. Its own limit, MAX_VECTOR_IMPORT_BYTES (an export is far larger than a
+  // batch of upserts), is counted by the service as the bytes arrive.
+  const importLimit = vectors.maxImportBytes;
   await app.register(async (raw) => {
     raw.removeContentTypeParser('application/json');
-    raw.addContentTypeParser([SNAPSHOT_CONTENT_TYPE, 'application/json', 'application/octet-stream'], { parseAs: 'buffer', bodyLimit }, (_request, body, done) =>
-      done(null, body),
-    );
-    raw.post<{ Querystring: { name?: string }; Body: Buffer | undefined }>(
+    raw.addContentTypeParser([SNAPSHOT_CONTENT_TYPE, 'application/json', 'application/octet-stream'], (_request, payload, done) => done(null, payload));
+    raw.post<{ Querystring: { name?: string }; Body: AsyncIterable<Uint8Array> | undefined }>(
       '/api/v1/vectors/import',
       {
-        bodyLimit,
+        bodyLimit: importLimit,
         schema: {
           summary: 'Create a collection from an export file, under its own name or ?name=',
           consumes: [SNAPSHOT_CONTENT_TYPE, 'application/octet-stream', 'application/json'],
@@ -356,10 +360,20 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
           querystring: { type: 'object', properties: { name: { type: 'string', pattern: COLLECTION_NAME_PATTERN } } },
           response: responses({ 201: collectionSchema }),
         },
-        // The body is bytes, checked whole by parseSnapshot in the ingest worker.
+        // The body is a stream, checked line by line in the ingest worker (snapshot-format.ts).
         validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)),
       },
-      async (request, reply) => reply.code(201).send(await vectors.importCollection(request.body ?? Buffer.alloc(0), request.query.name)),
+      async (request, reply) => {
+        const length = request.headers['content-length'];
+        const declared = length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined;
+        try {
+          return reply.code(201).send(await vectors.importCollection(request.body, request.query.name, declared));
+        } catch (err) {
+          // Refused before the body was read to its end: the rest is not read, the connection closes.
+          if (!request.raw.complete) reply.header('connection', 'close');
+          throw err;
+        }
+      },
     );
   });
 };
