@@ -20,6 +20,8 @@ export interface Config {
   authFailureWindowMs: number;
   /** How long shutdown waits for in-flight requests before giving up. */
   shutdownTimeoutMs: number;
+  /** After SIGTERM, how long /readyz says 503 while requests are still taken, before the listener closes. */
+  drainDelayMs: number;
   /** Largest ONNX upload, in bytes. */
   maxBuildBytes: number;
   /** Dynamic batching of predict requests per build. */
@@ -114,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailureLimit: integer(env, 'AUTH_FAILURE_LIMIT', 10, 1, 1_000_000),
     authFailureWindowMs: integer(env, 'AUTH_FAILURE_WINDOW_SECONDS', 60, 1, 86_400) * 1000,
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
+    drainDelayMs: integer(env, 'DRAIN_DELAY_SECONDS', 0, 0, 3600) * 1000,
     maxBuildBytes: integer(env, 'MAX_BUILD_BYTES', 512 * 1024 * 1024, 1024, 2 ** 31 - 1),
     vectors: {
       maxBodyBytes: integer(env, 'MAX_VECTOR_BODY_BYTES', 64 * 1024 * 1024, 1024, 2 ** 31 - 1),

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../src/auth/api-keys.js';
 import { openDatabase } from '../src/store/database.js';
 import { runCli } from './helpers/cli.js';
+import { freePort } from './helpers/free-port.js';
 import { CLI_MAIN, ROOT, tempDir } from './helpers/paths.js';
 
 /** A line of a JavaScript stack trace. */
@@ -64,18 +65,9 @@ describe('a closed stdout', () => {
 
 });
 
-/** A port that nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe('failures are one line', () => {
   it('an unreachable PLATFORM_URL names the address, without a stack', async () => {
-    const url = `http://127.0.0.1:${await closedPort()}`;
+    const url = `http://127.0.0.1:${await freePort()}`;
     const res = await runCli(['models', 'list'], { PLATFORM_URL: url, PLATFORM_API_KEY: 'psk_x', PLATFORM_CACHE_DIR: tempDir(), PLATFORM_DEBUG: '' });
     expect(res.code).toBe(1);
     expect(res.stderr).toBe(`platform: cannot reach the platform at ${url} (ECONNREFUSED); is the host running ("npm start")?\n`);

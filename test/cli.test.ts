@@ -1,10 +1,10 @@
 // The real `platform` binary: help and exit codes, keys on DATA_DIR with and without a running
 // host, and the shared HTTP client (token exchange, caching, refusal messages).
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.js';
+import { freePort } from './helpers/free-port.js';
 import { spawnHost, type ChildHost } from './helpers/child-host.js';
 import { loadAddon } from '../src/native/addon.js';
 import { tempDir } from './helpers/paths.js';
@@ -145,15 +145,6 @@ describe('against a running host', () => {
   });
 });
 
-/** A port that nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe('client errors', () => {
   it('no PLATFORM_API_KEY is a usage error', async () => {
     const res = await runCli(['status'], { PLATFORM_URL: 'http://127.0.0.1:9', PLATFORM_API_KEY: '' });
@@ -162,7 +153,7 @@ describe('client errors', () => {
   });
 
   it('an unreachable host says so in one line', async () => {
-    const url = `http://127.0.0.1:${await closedPort()}`;
+    const url = `http://127.0.0.1:${await freePort()}`;
     const res = await runCli(['status'], { PLATFORM_URL: url, PLATFORM_API_KEY: 'psk_x', PLATFORM_CACHE_DIR: tempDir() });
     expect(res.code).toBe(1);
     expect(res.stderr.trim().split('\n')).toHaveLength(1);

@@ -54,6 +54,20 @@ describe('host process', () => {
     expect(fs.existsSync(path.join(dataDir, 'platform.db-wal'))).toBe(false);
   });
 
+  it('with DRAIN_DELAY_SECONDS, is not ready but still serves for the delay after SIGTERM, then exits 0', async () => {
+    const host = await spawnHost({ DRAIN_DELAY_SECONDS: '2' });
+    expect((await fetch(`${host.url}/readyz`)).status).toBe(200);
+    const signalled = Date.now();
+    host.proc.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await fetch(`${host.url}/readyz`)).status).toBe(503);
+    // a new connection is still taken, and answered
+    expect((await fetch(`${host.url}/healthz`)).status).toBe(200);
+    expect(await host.exited).toBe(0);
+    expect(Date.now() - signalled).toBeGreaterThanOrEqual(2000);
+    expect(host.stdout()).toContain('draining: not ready, still serving');
+  });
+
   it('exits 0 on SIGINT too, and refuses new connections while draining', async () => {
     const host = await spawnHost();
     expect((await fetch(`${host.url}/healthz`)).status).toBe(200);

@@ -4,7 +4,7 @@
 // else it is a 400 naming the row, the column and the reason, never a silent wrong answer.
 import ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ModelBuilder, attr } from './helpers/onnx-builder.js';
+import { ModelBuilder, attr, stumpRegressorAttrs } from './helpers/onnx-builder.js';
 import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
 
@@ -327,20 +327,7 @@ describe('an integer feature', () => {
   const bytes = new ModelBuilder({ opsets: ML3 })
     .input('visits', 'int64', ['N', 1])
     .node('Cast', ['visits'], ['v'], { to: 1 })
-    .mlNode('TreeEnsembleRegressor', ['v'], ['score'], {
-      n_targets: 1,
-      nodes_treeids: [0, 0, 0],
-      nodes_nodeids: [0, 1, 2],
-      nodes_featureids: [0, 0, 0],
-      nodes_modes: ['BRANCH_LEQ', 'LEAF', 'LEAF'],
-      nodes_values: attr.floats([3, 0, 0]),
-      nodes_truenodeids: [1, 0, 0],
-      nodes_falsenodeids: [2, 0, 0],
-      target_ids: [0, 0],
-      target_nodeids: [1, 2],
-      target_treeids: [0, 0],
-      target_weights: attr.floats([1, 2]),
-    })
+    .mlNode('TreeEnsembleRegressor', ['v'], ['score'], stumpRegressorAttrs(0, 3))
     .output('score', 'float', ['N', 1])
     .toBytes();
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { loadAddon } from '../src/native/addon.js';
 import { compileTabularModel } from '../src/tabular/executor/index.js';
 import type { NormalizedModel } from '../src/tabular/onnx/types.js';
-import { attr, mlpModel, ModelBuilder, treeRegressorModel } from './helpers/onnx-builder.js';
+import { attr, mlpModel, ModelBuilder, stumpRegressorAttrs, treeRegressorModel } from './helpers/onnx-builder.js';
 import { compileBytes } from './helpers/tabular-executor.js';
 import { normalized, randomFloats } from './helpers/tabular-data.js';
 import { rng as rngFor } from './helpers/random.js';
@@ -136,21 +136,7 @@ describe('model errors', () => {
           'TreeEnsembleRegressor',
           ['x'],
           ['y'],
-          {
-            n_targets: 1,
-            nodes_treeids: [0, 0, 0],
-            nodes_nodeids: [0, 1, 2],
-            nodes_featureids: [0, 0, 0],
-            nodes_modes: ['BRANCH_LEQ', 'LEAF', 'LEAF'],
-            nodes_values: attr.floats([0.5, 0, 0]),
-            nodes_truenodeids: [1, 0, 0],
-            nodes_falsenodeids: [2, 0, 0],
-            target_ids: [0, 0],
-            target_nodeids: [1, 2],
-            target_treeids: [0, 0],
-            target_weights: attr.floats([1, 2]),
-            ...attrs,
-          } as never,
+          { ...stumpRegressorAttrs(), ...attrs } as never,
           'trees',
         )
         .output('y', 'float', ['N', 1])
@@ -168,20 +154,7 @@ describe('model errors', () => {
     const open = compileBytes(
       new ModelBuilder({ opsets: { '': 13, 'ai.onnx.ml': 3 } })
         .input('x', 'float', ['N', null])
-        .mlNode('TreeEnsembleRegressor', ['x'], ['y'], {
-          n_targets: 1,
-          nodes_treeids: [0, 0, 0],
-          nodes_nodeids: [0, 1, 2],
-          nodes_featureids: [3, 0, 0],
-          nodes_modes: ['BRANCH_LEQ', 'LEAF', 'LEAF'],
-          nodes_values: attr.floats([0.5, 0, 0]),
-          nodes_truenodeids: [1, 0, 0],
-          nodes_falsenodeids: [2, 0, 0],
-          target_ids: [0, 0],
-          target_nodeids: [1, 2],
-          target_treeids: [0, 0],
-          target_weights: attr.floats([1, 2]),
-        })
+        .mlNode('TreeEnsembleRegressor', ['x'], ['y'], stumpRegressorAttrs(3))
         .output('y', 'float', ['N', 1])
         .toBytes(),
     );

@@ -15,13 +15,13 @@
 // v ~ 4.3, which cancels near p = 0.5 and leaves rounding noise of up to sqrt(ulp(4.3)) ~ 7e-4 that
 // a 1-ulp difference in the score reshuffles.
 import ort from 'onnxruntime-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { compileTabularModel, type TabularInput, type TabularOutput } from '../src/tabular/executor/index.js';
 import { OnnxModelError, UnsupportedOperatorError } from '../src/tabular/onnx/errors.js';
 import type { ElementType, NormalizedModel, OnnxAttribute } from '../src/tabular/onnx/types.js';
-import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
+import { waitForDeployment } from './helpers/api.js';
+import { hostForTests } from './helpers/in-process-host.js';
 import { attr, ModelBuilder, type AttrValue } from './helpers/onnx-builder.js';
 import { rng } from './helpers/random.js';
 import { normalized, randomDoubles, randomFloats, randomInts } from './helpers/tabular-data.js';
@@ -563,15 +563,7 @@ describe('malformed models', () => {
 });
 
 describe('an SVC build through the host', () => {
-  let host: TestHost;
-  let api: Api;
-  beforeAll(async () => {
-    host = await listen(await startInProcessHost({ PREDICT_MAX_WAIT_MICROS: '20000' }));
-    api = apiClient(host.url, (await tokenFor(host)).token);
-  });
-  afterAll(async () => {
-    await host.close();
-  });
+  const { api } = hostForTests({ PREDICT_MAX_WAIT_MICROS: '20000' });
 
   const FEATURES = ['sepal_length', 'sepal_width', 'petal_length', 'petal_width'];
   const LABELS = ['setosa', 'versicolor', 'virginica'];

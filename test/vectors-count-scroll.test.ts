@@ -1,21 +1,11 @@
 // Count, scroll (paging in id order with a cursor) and delete by filter, the vector store's
 // additions to SPEC.md's five routes, against the real app with random vectors: exact answers
 // checked against what was written, tenants, concurrent upserts during a scroll, and bad input.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Api } from './helpers/api.js';
-import { rng } from './helpers/random.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { randomVectors, vectorTestHost } from './helpers/vectors.js';
 
-let host: TestHost;
-let api: Api;
-
-beforeAll(async () => {
-  host = await listen(await startInProcessHost({ LOG_LEVEL: 'warn' }));
-  api = apiClient(host.url, (await tokenFor(host)).token);
-});
-afterAll(async () => {
-  await host?.close();
-});
+const setup = vectorTestHost();
+const { api, post } = setup;
 
 interface Vector {
   id: string;
@@ -27,17 +17,6 @@ const colors = ['red', 'green', 'blue'];
 const propsOf = (i: number) => ({ i, color: colors[i % 3]!, bucket: i % 10, tags: i % 7 === 0 ? ['seven'] : [] });
 const f32 = (values: number[]) => Array.from(Float32Array.from(values));
 
-function randomVectors(n: number, dim: number, seed: number): number[][] {
-  const r = rng(seed);
-  return Array.from({ length: n }, () => Array.from({ length: dim }, () => r() * 2 - 1));
-}
-
-async function post<T = any>(url: string, body: unknown, status = 200): Promise<T> {
-  const res = await api<T>('POST', url, body);
-  expect(res.status, `${url} ${JSON.stringify(res.body)}`).toBe(status);
-  return res.body;
-}
-
 async function expect400(url: string, body: unknown, param: string | null, message: RegExp) {
   const res = await api('POST', url, body);
   expect(res.status, JSON.stringify(res.body)).toBe(400);
@@ -47,16 +26,8 @@ async function expect400(url: string, body: unknown, param: string | null, messa
 
 /** Every page of a scroll, following next_cursor to the end. */
 async function scrollAll(body: Record<string, unknown>): Promise<{ vectors: Vector[]; pages: number }> {
-  const vectors: Vector[] = [];
-  let cursor: string | null = null;
-  let pages = 0;
-  do {
-    const page: { vectors: Vector[]; next_cursor: string | null } = await post('/api/v1/vectors/scroll', { ...body, ...(cursor ? { cursor } : {}) });
-    vectors.push(...page.vectors);
-    cursor = page.next_cursor;
-    pages++;
-  } while (cursor !== null);
-  return { vectors, pages };
+  const pages = await setup.scrollPages<Vector>(body);
+  return { vectors: pages.flatMap((p) => p.vectors), pages: pages.length };
 }
 
 const N = 1000;
@@ -224,7 +195,7 @@ describe('delete by filter', () => {
       const hits = await post('/api/v1/vectors/search', { collection_name: 'pruned', reference_vector: { element: vecs[i] }, max_results: 5, properties: ['i'] });
       for (const h of hits.search_results) expect(doomed(h.properties.i)).toBe(false);
     }
-    await host.app.vectors.flush();
+    await setup.host.app.vectors.flush();
     expect((await api('GET', '/api/v1/vectors/collections/pruned')).body).toMatchObject({ vector_count: 300 - gone.length, index: { indexed: 300 - gone.length, pending: 0 } });
     // Nothing left to match: zero, and nothing else touched.
     expect(await post('/api/v1/vectors/delete', { collection_name: 'pruned', filter: { eq: { color: 'red' } } })).toEqual({ num_vectors_deleted: 0 });

@@ -3,47 +3,31 @@
 // result; an export is a consistent snapshot while writes go on; and a damaged, foreign or
 // oversized file, or a name already taken, is refused without writing anything.
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Api } from './helpers/api.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { rng } from './helpers/random.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
+import { vectorTestHost } from './helpers/vectors.js';
 
-let host: TestHost;
-let api: Api;
-let token: string;
 const LIMIT = 16 * 1024 * 1024;
 /** An import has its own limit (MAX_VECTOR_IMPORT_BYTES), above the other bodies'. */
 const IMPORT_LIMIT = 24 * 1024 * 1024;
 
-beforeAll(async () => {
-  host = await listen(await startInProcessHost({ LOG_LEVEL: 'warn', MAX_VECTOR_BODY_BYTES: String(LIMIT), MAX_VECTOR_IMPORT_BYTES: String(IMPORT_LIMIT) }));
-  token = (await tokenFor(host)).token;
-  api = apiClient(host.url, token);
-});
-afterAll(async () => {
-  await host?.close();
-});
-
-async function post<T = any>(url: string, body: unknown, status = 200): Promise<T> {
-  const res = await api<T>('POST', url, body);
-  expect(res.status, `${url} ${JSON.stringify(res.body)}`).toBe(status);
-  return res.body;
-}
+const setup = vectorTestHost({ MAX_VECTOR_BODY_BYTES: String(LIMIT), MAX_VECTOR_IMPORT_BYTES: String(IMPORT_LIMIT) });
+const { api, post } = setup;
 
 /** JSON cannot say -0 (JSON.stringify writes 0): this string in a body becomes the literal -0. */
 const NEG0 = '__neg0__';
 
 async function upsertRaw(body: unknown) {
-  const res = await fetch(`${host.url}/api/v1/vectors/upsert`, {
+  const res = await fetch(`${setup.host.url}/api/v1/vectors/upsert`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${setup.token}`, 'content-type': 'application/json' },
     body: JSON.stringify(body).replaceAll(`"${NEG0}"`, '-0'),
   });
   expect(res.status, await res.clone().text()).toBe(200);
 }
 
 async function exportText(name: string): Promise<string> {
-  const res = await fetch(`${host.url}/api/v1/vectors/export/${name}`, { headers: { authorization: `Bearer ${token}` } });
+  const res = await fetch(`${setup.host.url}/api/v1/vectors/export/${name}`, { headers: { authorization: `Bearer ${setup.token}` } });
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
   expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${name}.ndjson"`);
@@ -51,9 +35,9 @@ async function exportText(name: string): Promise<string> {
 }
 
 async function importFile(file: string | Uint8Array, name?: string, contentType = 'application/x-ndjson') {
-  const res = await fetch(`${host.url}/api/v1/vectors/import${name ? `?name=${name}` : ''}`, {
+  const res = await fetch(`${setup.host.url}/api/v1/vectors/import${name ? `?name=${name}` : ''}`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': contentType },
+    headers: { authorization: `Bearer ${setup.token}`, 'content-type': contentType },
     body: file,
   });
   return { status: res.status, body: (await res.json()) as any };
@@ -61,7 +45,7 @@ async function importFile(file: string | Uint8Array, name?: string, contentType 
 
 /** Every stored row of a collection, as SQLite holds it: the float32 bytes themselves. */
 function storedRows(name: string): Array<{ tenant: string; id: string; vec: Buffer; properties: string }> {
-  return host.db
+  return setup.host.db
     .prepare('SELECT v.tenant, v.id, v.vec, v.properties FROM vectors v JOIN vector_collections c ON c.id = v.collection_id WHERE c.name = ? ORDER BY v.tenant, v.id')
     .all(name) as Array<{ tenant: string; id: string; vec: Buffer; properties: string }>;
 }
@@ -257,30 +241,14 @@ describe('a round trip', () => {
     });
 
     it('so is one sent without a length (chunked), counted as it arrives', async () => {
-      const piece = new Uint8Array(1024 * 1024).fill(0x20);
-      let sent = 0;
-      const body = new ReadableStream<Uint8Array>({
-        pull(controller) {
-          if (sent > IMPORT_LIMIT) controller.close();
-          else {
-            sent += piece.byteLength;
-            controller.enqueue(piece);
-          }
-        },
-      });
-      const res = await fetch(`${host.url}/api/v1/vectors/import?name=damaged`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' },
-        body,
-        duplex: 'half',
-      } as RequestInit);
+      const res = await setup.importChunked('damaged', '', IMPORT_LIMIT + 1);
       expect(res.status).toBe(413);
       expect(((await res.json()) as any).error.message).toContain('MAX_VECTOR_IMPORT_BYTES');
       expect(await collectionNames()).toEqual(before);
     });
 
     it('without a body it is a 400, and a content type other than the file types is a 415', async () => {
-      const res = await fetch(`${host.url}/api/v1/vectors/import?name=damaged`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+      const res = await fetch(`${setup.host.url}/api/v1/vectors/import?name=damaged`, { method: 'POST', headers: { authorization: `Bearer ${setup.token}` } });
       expect(res.status).toBe(400);
       const form = await importFile(text, 'damaged', 'text/csv');
       expect(form.status).toBe(415);
@@ -301,7 +269,7 @@ describe('an export is a snapshot', () => {
     for (let s = 0; s < n; s += 3000) {
       await post('/api/v1/vectors/upsert', { collection_name: 'busy', vector: data.slice(s, s + 3000).map((values, k) => ({ id: idOf(s + k), values, properties: { v: 1 } })) });
     }
-    const res = await fetch(`${host.url}/api/v1/vectors/export/busy`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(`${setup.host.url}/api/v1/vectors/export/busy`, { headers: { authorization: `Bearer ${setup.token}` } });
     expect(res.headers.get('x-vector-count')).toBe(String(n));
     const reader = res.body!.getReader();
     const chunks: Uint8Array[] = [(await reader.read()).value!];
@@ -326,10 +294,10 @@ describe('an export is a snapshot', () => {
     // A reader that stops halfway lets go of its snapshot: the WAL can be checkpointed in full again.
     // (PASSIVE never waits: frames it could not copy past a reader's snapshot stay behind.)
     const walBusy = () => {
-      const [r] = host.db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
+      const [r] = setup.host.db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
       return r!.checkpointed < r!.log ? 1 : 0;
     };
-    const aborted = await fetch(`${host.url}/api/v1/vectors/export/busy`, { headers: { authorization: `Bearer ${token}` } });
+    const aborted = await fetch(`${setup.host.url}/api/v1/vectors/export/busy`, { headers: { authorization: `Bearer ${setup.token}` } });
     const partial = aborted.body!.getReader();
     await partial.read();
     await post('/api/v1/vectors/upsert', { collection_name: 'busy', vector: [{ id: 'zz-newer', values: Array(dim).fill(1) }] });

@@ -6,31 +6,25 @@
 // tenant id is longer than upsert allows is refused naming the line, writing nothing.
 import crypto from 'node:crypto';
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Api } from './helpers/api.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { rng } from './helpers/random.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
+import { vectorTestHost } from './helpers/vectors.js';
 
-let host: TestHost;
-let api: Api;
-let token: string;
 const BODY_LIMIT = 8 * 1024 * 1024;
 const IDLE_MS = 400;
 const MAX_EXPORTS = 2;
 const dim = 256;
 const n = 12_000;
 
+const setup = vectorTestHost({
+  LOG_LEVEL: 'error',
+  MAX_VECTOR_BODY_BYTES: String(BODY_LIMIT),
+  VECTOR_EXPORT_IDLE_TIMEOUT_MS: String(IDLE_MS),
+  VECTOR_MAX_CONCURRENT_EXPORTS: String(MAX_EXPORTS),
+});
+const { api, post } = setup;
+
 beforeAll(async () => {
-  host = await listen(
-    await startInProcessHost({
-      LOG_LEVEL: 'error',
-      MAX_VECTOR_BODY_BYTES: String(BODY_LIMIT),
-      VECTOR_EXPORT_IDLE_TIMEOUT_MS: String(IDLE_MS),
-      VECTOR_MAX_CONCURRENT_EXPORTS: String(MAX_EXPORTS),
-    }),
-  );
-  token = (await tokenFor(host)).token;
-  api = apiClient(host.url, token);
   await post('/api/v1/vectors/collections', { name: 'big', dimension: dim, hnsw: { m: 4, ef_construction: 10 } }, 201);
   const r = rng(77);
   for (let s = 0; s < n; s += 1000) {
@@ -38,28 +32,19 @@ beforeAll(async () => {
     await post('/api/v1/vectors/upsert', { collection_name: 'big', vector });
   }
 }, 120_000);
-afterAll(async () => {
-  await host?.close();
-});
 
-async function post<T = any>(url: string, body: unknown, status = 200): Promise<T> {
-  const res = await api<T>('POST', url, body);
-  expect(res.status, `${url} ${JSON.stringify(res.body)}`).toBe(status);
-  return res.body;
-}
-
-const openExports = () => host.app.vectors.openExports;
+const openExports = () => setup.host.app.vectors.openExports;
 
 /** The vector_store_exports_open gauge on /metrics. */
 async function exportsGauge(): Promise<number> {
-  const text = await (await fetch(`${host.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+  const text = await (await fetch(`${setup.host.url}/metrics`, { headers: { authorization: `Bearer ${setup.token}` } })).text();
   const line = text.split('\n').find((l) => l.startsWith('vector_store_exports_open '));
   return Number(line?.split(' ')[1]);
 }
 
 /** Whether a reader's snapshot keeps the WAL from being checkpointed in full (PASSIVE never waits). */
 function walHeld(): boolean {
-  const [r] = host.db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
+  const [r] = setup.host.db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
   return r!.checkpointed < r!.log;
 }
 
@@ -69,7 +54,7 @@ function walHeld(): boolean {
  */
 function stalledExport(name: string): Promise<{ request: http.ClientRequest; resume: () => Promise<{ how: string; tail: string }> }> {
   return new Promise((resolve, reject) => {
-    const request = http.get(`${host.url}/api/v1/vectors/export/${name}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+    const request = http.get(`${setup.host.url}/api/v1/vectors/export/${name}`, { headers: { authorization: `Bearer ${setup.token}` } }, (res) => {
       if (res.statusCode !== 200) reject(new Error(`export answered ${res.statusCode}`));
       let tail = '';
       const ended = new Promise<string>((done) => {
@@ -125,7 +110,7 @@ describe('export limits', () => {
   it(`at most ${MAX_EXPORTS} exports stream at once: beyond, a 429 with Retry-After in the error shape`, async () => {
     const stalled = await Promise.all(Array.from({ length: MAX_EXPORTS }, () => stalledExport('big')));
     expect(openExports()).toBe(MAX_EXPORTS);
-    const refused = await fetch(`${host.url}/api/v1/vectors/export/big`, { headers: { authorization: `Bearer ${token}` } });
+    const refused = await fetch(`${setup.host.url}/api/v1/vectors/export/big`, { headers: { authorization: `Bearer ${setup.token}` } });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     const body = (await refused.json()) as any;
@@ -134,7 +119,7 @@ describe('export limits', () => {
     // Once the stalled ones are ended, exports are served again.
     await until(() => openExports() === 0, 10_000);
     for (const s of stalled) s.request.destroy();
-    const again = await fetch(`${host.url}/api/v1/vectors/export/big`, { headers: { authorization: `Bearer ${token}` } });
+    const again = await fetch(`${setup.host.url}/api/v1/vectors/export/big`, { headers: { authorization: `Bearer ${setup.token}` } });
     expect(again.status).toBe(200);
     await again.arrayBuffer();
     await until(() => openExports() === 0, 5_000);
@@ -143,45 +128,26 @@ describe('export limits', () => {
 
 describe('import at size', () => {
   it('an export larger than MAX_VECTOR_BODY_BYTES imports back, exactly', async () => {
-    const res = await fetch(`${host.url}/api/v1/vectors/export/big`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(`${setup.host.url}/api/v1/vectors/export/big`, { headers: { authorization: `Bearer ${setup.token}` } });
     expect(res.headers.get('x-vector-count')).toBe(String(n));
     const file = Buffer.from(await res.arrayBuffer());
     expect(file.byteLength).toBeGreaterThan(BODY_LIMIT);
-    const imported = await fetch(`${host.url}/api/v1/vectors/import?name=big-copy`, {
+    const imported = await fetch(`${setup.host.url}/api/v1/vectors/import?name=big-copy`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' },
+      headers: { authorization: `Bearer ${setup.token}`, 'content-type': 'application/x-ndjson' },
       body: file,
     });
     const body = (await imported.json()) as any;
     expect(imported.status, JSON.stringify(body)).toBe(201);
     expect(body.vector_count).toBe(n);
-    const copy = Buffer.from(await (await fetch(`${host.url}/api/v1/vectors/export/big-copy`, { headers: { authorization: `Bearer ${token}` } })).arrayBuffer());
+    const copy = Buffer.from(await (await fetch(`${setup.host.url}/api/v1/vectors/export/big-copy`, { headers: { authorization: `Bearer ${setup.token}` } })).arrayBuffer());
     // The same lines after the header (which names the collection), the same digest over them.
     const lines = (b: Buffer) => b.toString('utf8').split('\n');
     expect(lines(copy).slice(1, -2)).toEqual(lines(file).slice(1, -2));
   }, 60_000);
 
   it('a large body refused at its first line answers at once, and the next requests are served', async () => {
-    const piece = new Uint8Array(1024 * 1024).fill(0x20);
-    let sent = 0;
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(new TextEncoder().encode('{"format":"something else"}\n'));
-      },
-      pull(controller) {
-        if (sent >= 6 * piece.byteLength) controller.close();
-        else {
-          sent += piece.byteLength;
-          controller.enqueue(piece);
-        }
-      },
-    });
-    const res = await fetch(`${host.url}/api/v1/vectors/import?name=refused`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' },
-      body,
-      duplex: 'half',
-    } as RequestInit);
+    const res = await setup.importChunked('refused', '{"format":"something else"}\n', 6 * 1024 * 1024);
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error.message).toMatch(/line 1: .*not a vector collection export/);
     for (let i = 0; i < 3; i++) expect((await api('GET', '/api/v1/vectors/collections')).status).toBe(200);
@@ -205,9 +171,9 @@ describe('import at size', () => {
       JSON.stringify({ id: 'b', tenant_id: 't'.repeat(300), values, properties: {} }) +
       '\n';
     const file = body + JSON.stringify({ end: true, vector_count: 2, sha256: crypto.createHash('sha256').update(body).digest('hex') }) + '\n';
-    const res = await fetch(`${host.url}/api/v1/vectors/import`, {
+    const res = await fetch(`${setup.host.url}/api/v1/vectors/import`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' },
+      headers: { authorization: `Bearer ${setup.token}`, 'content-type': 'application/x-ndjson' },
       body: file,
     });
     const error = ((await res.json()) as any).error;
@@ -215,6 +181,6 @@ describe('import at size', () => {
     expect(error.code).toBe('invalid_argument');
     expect(error.message).toMatch(/line 3: tenant_id has 300 characters; a tenant id is at most 256/);
     expect((await api('GET', '/api/v1/vectors/collections/handmade')).status).toBe(404);
-    expect(host.db.prepare("SELECT count(*) AS n FROM vector_collections WHERE name = 'handmade'").get()).toEqual({ n: 0 });
+    expect(setup.host.db.prepare("SELECT count(*) AS n FROM vector_collections WHERE name = 'handmade'").get()).toEqual({ n: 0 });
   });
 });

@@ -1,27 +1,15 @@
 // The vector store's Prometheus series on GET /metrics of the real app: collections, vectors per
 // collection, upserts and searches with their latency histograms, the index lag while a large
 // batch is being indexed, the checkpoint age, and the series of a deleted collection going away.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, type Api } from './helpers/api.js';
-import { rng } from './helpers/random.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
+import { describe, expect, it } from 'vitest';
+import { randomVectors, vectorTestHost } from './helpers/vectors.js';
 
-let host: TestHost;
-let api: Api;
-let token: string;
-
-beforeAll(async () => {
-  // Checkpoints only on request (flush) or after many changes, so that their age can be watched.
-  host = await listen(await startInProcessHost({ LOG_LEVEL: 'warn', VECTOR_CHECKPOINT_IDLE_MS: '0', VECTOR_CHECKPOINT_CHANGES: '1000000' }));
-  token = (await tokenFor(host)).token;
-  api = apiClient(host.url, token);
-});
-afterAll(async () => {
-  await host?.close();
-});
+// Checkpoints only on request (flush) or after many changes, so that their age can be watched.
+const setup = vectorTestHost({ VECTOR_CHECKPOINT_IDLE_MS: '0', VECTOR_CHECKPOINT_CHANGES: '1000000' });
+const { api, post } = setup;
 
 async function scrape(): Promise<string> {
-  const res = await fetch(`${host.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+  const res = await fetch(`${setup.host.url}/metrics`, { headers: { authorization: `Bearer ${setup.token}` } });
   expect(res.status).toBe(200);
   return res.text();
 }
@@ -36,17 +24,6 @@ function value(text: string, name: string, labels: Record<string, string> = {}):
     if (have.length === want.length && want.every((w) => have.includes(w))) return Number(m[3]);
   }
   return undefined;
-}
-
-function randomVectors(n: number, dim: number, seed: number): number[][] {
-  const r = rng(seed);
-  return Array.from({ length: n }, () => Array.from({ length: dim }, () => r() * 2 - 1));
-}
-
-async function post(url: string, body: unknown, status = 200) {
-  const res = await api('POST', url, body);
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  return res.body;
 }
 
 describe('vector_store_* series', () => {
@@ -92,14 +69,14 @@ describe('vector_store_* series', () => {
     const lag = value(await scrape(), 'vector_store_index_lag_vectors', { collection: 'm-lag' })!;
     expect(lag).toBeGreaterThan(0);
     expect(lag).toBeLessThanOrEqual(n);
-    await host.app.vectors.flush();
+    await setup.host.app.vectors.flush();
     const after = await scrape();
     expect(value(after, 'vector_store_index_lag_vectors', { collection: 'm-lag' })).toBe(0);
     expect(value(after, 'vector_store_index_lag_vectors', { collection: 'm-one' })).toBe(0);
   });
 
   it('checkpoint age: grows while changes are unsaved, 0 once checkpointed', async () => {
-    await host.app.vectors.flush(true);
+    await setup.host.app.vectors.flush(true);
     let text = await scrape();
     for (const c of ['m-one', 'm-two', 'm-lag']) expect(value(text, 'vector_store_checkpoint_age_seconds', { collection: c }), c).toBe(0);
     await post('/api/v1/vectors/upsert', { collection_name: 'm-one', vector: [{ id: 'late', values: [1, 2, 3, 4] }] });
@@ -109,7 +86,7 @@ describe('vector_store_* series', () => {
     expect(age).toBeGreaterThanOrEqual(1.1);
     expect(age).toBeLessThan(60);
     expect(value(text, 'vector_store_checkpoint_age_seconds', { collection: 'm-two' })).toBe(0);
-    await host.app.vectors.flush(true);
+    await setup.host.app.vectors.flush(true);
     expect(value(await scrape(), 'vector_store_checkpoint_age_seconds', { collection: 'm-one' })).toBe(0);
   });
 

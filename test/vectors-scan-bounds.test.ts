@@ -2,44 +2,12 @@
 // scans a bounded number of ids per call (SCROLL_SCAN_MAX) and pages on with a cursor, still
 // seeing every match once and ending with next_cursor null; and a filtered search answered by an
 // exact scan reports the very float32 distance the graph reports for the same pair of vectors.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { SCROLL_SCAN_MAX } from '../src/vectors/vector-index.js';
-import { apiClient, type Api } from './helpers/api.js';
 import { rng } from './helpers/random.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
+import { vectorTestHost, type ScrollPage } from './helpers/vectors.js';
 
-let host: TestHost;
-let api: Api;
-
-beforeAll(async () => {
-  host = await listen(await startInProcessHost({ LOG_LEVEL: 'warn' }));
-  api = apiClient(host.url, (await tokenFor(host)).token);
-});
-afterAll(async () => {
-  await host?.close();
-});
-
-async function post<T = any>(url: string, body: unknown, status = 200): Promise<T> {
-  const res = await api<T>('POST', url, body);
-  expect(res.status, `${url} ${JSON.stringify(res.body)}`).toBe(status);
-  return res.body;
-}
-
-interface Page {
-  vectors: Array<{ id: string; properties: Record<string, unknown> }>;
-  next_cursor: string | null;
-}
-
-async function scrollPages(body: Record<string, unknown>): Promise<Page[]> {
-  const pages: Page[] = [];
-  let cursor: string | null = null;
-  do {
-    const page: Page = await post('/api/v1/vectors/scroll', { ...body, ...(cursor ? { cursor } : {}) });
-    pages.push(page);
-    cursor = page.next_cursor;
-  } while (cursor !== null && pages.length < 100);
-  return pages;
-}
+const { api, post, scrollPages } = vectorTestHost();
 
 describe('a scroll with a sparse filter', () => {
   const n = Math.round(SCROLL_SCAN_MAX * 2.5);
@@ -55,7 +23,7 @@ describe('a scroll with a sparse filter', () => {
   }, 60_000);
 
   it('scans a bounded number of ids per call, and still finds every match once, in order', async () => {
-    const pages = await scrollPages({ collection_name: 'sparse', filter: { eq: { rare: true } }, limit: 10 });
+    const pages = await scrollPages({ collection_name: 'sparse', filter: { eq: { rare: true } }, limit: 10 }, 100);
     // One call cannot scan the partition: at least ceil(n / SCROLL_SCAN_MAX) calls.
     expect(pages.length).toBeGreaterThanOrEqual(Math.ceil(n / SCROLL_SCAN_MAX));
     expect(pages.flatMap((p) => p.vectors.map((v) => v.id))).toEqual(rare.map(idOf));
@@ -65,20 +33,20 @@ describe('a scroll with a sparse filter', () => {
   });
 
   it('a filter that matches nothing pages through empty pages to a null cursor', async () => {
-    const pages = await scrollPages({ collection_name: 'sparse', filter: { eq: { rare: 'never' } }, limit: 100 });
+    const pages = await scrollPages({ collection_name: 'sparse', filter: { eq: { rare: 'never' } }, limit: 100 }, 100);
     expect(pages.length).toBeGreaterThanOrEqual(Math.ceil(n / SCROLL_SCAN_MAX));
     expect(pages.every((p) => p.vectors.length === 0)).toBe(true);
     expect(pages.at(-1)!.next_cursor).toBeNull();
   });
 
   it('a page filled within the budget looks ahead as before: no cursor after the last match', async () => {
-    const first = await post<Page>('/api/v1/vectors/scroll', { collection_name: 'sparse', filter: { eq: { rare: true } }, limit: 1 });
+    const first = await post<ScrollPage>('/api/v1/vectors/scroll', { collection_name: 'sparse', filter: { eq: { rare: true } }, limit: 1 });
     expect(first.vectors.map((v) => v.id)).toEqual([idOf(rare[0]!)]);
     expect(first.next_cursor).not.toBeNull();
     // Unfiltered pages are full and their cursor continues after their last id.
-    const all = await post<Page>('/api/v1/vectors/scroll', { collection_name: 'sparse', limit: 1000 });
+    const all = await post<ScrollPage>('/api/v1/vectors/scroll', { collection_name: 'sparse', limit: 1000 });
     expect(all.vectors).toHaveLength(1000);
-    const next = await post<Page>('/api/v1/vectors/scroll', { collection_name: 'sparse', limit: 1, cursor: all.next_cursor });
+    const next = await post<ScrollPage>('/api/v1/vectors/scroll', { collection_name: 'sparse', limit: 1, cursor: all.next_cursor });
     expect(next.vectors[0]!.id).toBe(idOf(1000));
     // count and delete by filter still see the whole partition.
     expect(await post('/api/v1/vectors/count', { collection_name: 'sparse', filter: { eq: { rare: true } } })).toEqual({ count: rare.length });

@@ -275,4 +275,23 @@ void apply_post_transform(float* s, int64_t n, PostTransform t) {
   }
 }
 
+MlRows ml_rows(const Tensor& x) {
+  if (x.rank() == 1) return {1, x.dim(0)};
+  if (x.rank() == 2) return {x.dim(0), x.dim(1)};
+  fail("the input must be [N, F] or [F], got shape " + shape_str(x.shape()));
+}
+
+const float* ml_as_float(const Tensor& x, std::vector<float>& scratch) {
+  if (x.dtype() == DType::kFloat) return x.data<float>();
+  scratch.resize(static_cast<size_t>(x.size()));
+  dispatch_numeric(x.dtype(), "the operator", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* d = x.data<T>();
+    for (int64_t i = 0; i < x.size(); ++i) scratch[i] = static_cast<float>(d[i]);
+  });
+  return scratch.data();
+}
+
+std::vector<float> ml_floats(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+
 }  // namespace platform::tabular

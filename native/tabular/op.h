@@ -164,4 +164,15 @@ float ml_logistic(float x);
 float ml_probit(float x);
 void apply_post_transform(float* scores, int64_t n, PostTransform t);
 
+// ML operators' inputs: [N, F] or [F] (one row) of float, double, int64 or int32, computed in float.
+inline const std::initializer_list<DType> kMlNumeric = {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32};
+struct MlRows {
+  int64_t n = 1, f = 1;
+};
+MlRows ml_rows(const Tensor& x);
+// The input as float [N*F] (a view when it already is float).
+const float* ml_as_float(const Tensor& x, std::vector<float>& scratch);
+// Float attributes (stored as double) in the float the operators compute in.
+std::vector<float> ml_floats(const std::vector<double>& v);
+
 }  // namespace platform::tabular

@@ -13,31 +13,6 @@
 namespace platform::tabular {
 namespace {
 
-const std::initializer_list<DType> kMlNumeric = {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32};
-
-// Rows and features of an [N, F] or [F] input.
-struct Rows {
-  int64_t n = 1, f = 1;
-};
-
-Rows rows_of(const Tensor& x) {
-  if (x.rank() == 1) return {1, x.dim(0)};
-  if (x.rank() == 2) return {x.dim(0), x.dim(1)};
-  fail("the input must be [N, F] or [F], got shape " + shape_str(x.shape()));
-}
-
-// The input as float [N*F] (a view when it already is float).
-const float* as_float(const Tensor& x, std::vector<float>& scratch) {
-  if (x.dtype() == DType::kFloat) return x.data<float>();
-  scratch.resize(static_cast<size_t>(x.size()));
-  dispatch_numeric(x.dtype(), "the operator", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* d = x.data<T>();
-    for (int64_t i = 0; i < x.size(); ++i) scratch[i] = static_cast<float>(d[i]);
-  });
-  return scratch.data();
-}
-
 void check_rank_le2(const ValueInfo& x) {
   if (x.has_shape && (x.rank() < 1 || x.rank() > 2)) fail("the input must be [N, F] or [F], got shape " + dims_str(x.dims));
 }
@@ -63,8 +38,6 @@ void linear_scores(const float* x, int64_t n, int64_t f, const std::vector<float
            e, opt);
 }
 
-std::vector<float> to_floats(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
-
 // ---- LinearRegressor ----
 
 class LinearRegressorOp : public Op {
@@ -74,13 +47,13 @@ class LinearRegressorOp : public Op {
 
   void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    const Rows r = rows_of(x);
+    const MlRows r = ml_rows(x);
     const int64_t features = static_cast<int64_t>(coef_.size()) / targets_;
     if (r.f != features) {
       fail("the input has " + std::to_string(r.f) + " features but the coefficients are for " + std::to_string(features));
     }
     std::vector<float> scratch;
-    const float* xf = as_float(x, scratch);
+    const float* xf = ml_as_float(x, scratch);
     Tensor y(DType::kFloat, {r.n, targets_});
     float* yd = y.data<float>();
     linear_scores(xf, r.n, r.f, coef_, intercepts_, targets_, yd, ctx.threads());
@@ -108,8 +81,8 @@ std::unique_ptr<Op> make_linear_regressor(CompileContext& ctx) {
   check_rank_le2(ctx.input(0));
   const int64_t targets = ctx.attr_int("targets", 1);
   if (targets < 1) fail("attribute \"targets\" must be at least 1");
-  std::vector<float> coef = to_floats(ctx.attr_floats("coefficients"));
-  std::vector<float> intercepts = to_floats(ctx.attr_floats("intercepts"));
+  std::vector<float> coef = ml_floats(ctx.attr_floats("coefficients"));
+  std::vector<float> intercepts = ml_floats(ctx.attr_floats("intercepts"));
   if (coef.empty() || coef.size() % static_cast<size_t>(targets) != 0) {
     fail("has " + std::to_string(coef.size()) + " coefficients, not a positive multiple of targets = " +
          std::to_string(targets));
@@ -141,7 +114,7 @@ class LinearClassifierOp : public Op {
 
   void run(OpContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    const Rows r = rows_of(x);
+    const MlRows r = ml_rows(x);
     if (r.f == 0 || coef_.size() % static_cast<size_t>(r.f) != 0) {
       fail("the input has " + std::to_string(r.f) + " features, which does not divide the " +
            std::to_string(coef_.size()) + " coefficients");
@@ -156,7 +129,7 @@ class LinearClassifierOp : public Op {
       fail("has " + std::to_string(labels) + " class labels for " + std::to_string(e) + " score columns");
     }
     std::vector<float> scratch;
-    const float* xf = as_float(x, scratch);
+    const float* xf = ml_as_float(x, scratch);
     const bool binary = e == 1;
     const int64_t cols = binary ? 2 : e;
     std::vector<float> scores(static_cast<size_t>(r.n * e));
@@ -207,8 +180,8 @@ std::unique_ptr<Op> make_linear_classifier(CompileContext& ctx) {
   ctx.expect_outputs(1, 2);
   ctx.expect_type(0, kMlNumeric);
   check_rank_le2(ctx.input(0));
-  std::vector<float> coef = to_floats(ctx.attr_floats("coefficients"));
-  std::vector<float> intercepts = to_floats(ctx.attr_floats("intercepts"));
+  std::vector<float> coef = ml_floats(ctx.attr_floats("coefficients"));
+  std::vector<float> intercepts = ml_floats(ctx.attr_floats("intercepts"));
   std::vector<int64_t> ints = ctx.attr_ints("classlabels_ints");
   std::vector<std::string> strs = ctx.attr_strings("classlabels_strings");
   if (coef.empty()) fail("has no coefficients");
@@ -288,8 +261,8 @@ std::unique_ptr<Op> make_scaler(CompileContext& ctx) {
   ctx.expect_inputs(1, 1);
   ctx.expect_outputs(1, 1);
   ctx.expect_type(0, kMlNumeric);
-  std::vector<float> offset = to_floats(ctx.attr_floats("offset"));
-  std::vector<float> scale = to_floats(ctx.attr_floats("scale"));
+  std::vector<float> offset = ml_floats(ctx.attr_floats("offset"));
+  std::vector<float> scale = ml_floats(ctx.attr_floats("scale"));
   if (scale.empty()) fail("has an empty scale");
   if (offset.size() != scale.size()) {
     fail("has " + std::to_string(offset.size()) + " offsets but " + std::to_string(scale.size()) + " scales");

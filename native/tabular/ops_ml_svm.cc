@@ -24,38 +24,12 @@
 namespace platform::tabular {
 namespace {
 
-const std::initializer_list<DType> kMlNumeric = {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32};
-
 // Products and distances under this many multiply-adds stay on one thread (see native/README.md,
 // Threads: a parallel region costs more than it saves below ~0.5 ms).
 constexpr int64_t kParallelWork = int64_t{1} << 21;
 // One-vs-one scoring keeps C x C pairwise probabilities per row; libsvm models have a handful of
 // classes, so this only stops a malformed model from asking for gigabytes.
 constexpr int64_t kMaxPairwiseClasses = 4096;
-
-struct Rows {
-  int64_t n = 1, f = 1;
-};
-
-Rows rows_of(const Tensor& x) {
-  if (x.rank() == 1) return {1, x.dim(0)};
-  if (x.rank() == 2) return {x.dim(0), x.dim(1)};
-  fail("the input must be [N, F] or [F], got shape " + shape_str(x.shape()));
-}
-
-// The input as float [N*F] (a view when it already is float).
-const float* as_float(const Tensor& x, std::vector<float>& scratch) {
-  if (x.dtype() == DType::kFloat) return x.data<float>();
-  scratch.resize(static_cast<size_t>(x.size()));
-  dispatch_numeric(x.dtype(), "the operator", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* d = x.data<T>();
-    for (int64_t i = 0; i < x.size(); ++i) scratch[i] = static_cast<float>(d[i]);
-  });
-  return scratch.data();
-}
-
-std::vector<float> to_floats(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
 std::string count(size_t n) { return std::to_string(n); }
 
@@ -178,14 +152,29 @@ void weights_times(const float* x, int64_t n, int64_t f, const std::vector<float
            bias != 0 ? 1.0f : 0.0f, out, e, opt);
 }
 
+[[noreturn]] void wrong_features(int64_t f, int64_t features) {
+  fail("the input has " + std::to_string(f) + " features but the model is for " + std::to_string(features));
+}
+
+// The input's static shape against the model's features (when it is known at compile time)...
 void check_input(const CompileContext& ctx, int64_t features) {
   const ValueInfo& x = ctx.input(0);
   if (!x.has_shape) return;
   if (x.rank() < 1 || x.rank() > 2) fail("the input must be [N, F] or [F], got shape " + dims_str(x.dims));
   const int64_t f = x.dims.back();
-  if (f >= 0 && f != features) {
-    fail("the input has " + std::to_string(f) + " features but the model is for " + std::to_string(features));
-  }
+  if (f >= 0 && f != features) wrong_features(f, features);
+}
+
+// ... and at run time: its n rows of the model's `features`, as float (a view when it already is).
+struct FloatRows {
+  int64_t n = 0;
+  const float* x = nullptr;
+};
+
+FloatRows input_rows(const Tensor& x, int64_t features, std::vector<float>& scratch) {
+  const MlRows r = ml_rows(x);
+  if (r.f != features) wrong_features(r.f, features);
+  return {r.n, ml_as_float(x, scratch)};
 }
 
 // ---- pairwise coupling (Wu, Lin and Weng 2004, libsvm's multiclass_probability) ----
@@ -256,24 +245,19 @@ class SvmClassifierOp : public Op {
   explicit SvmClassifierOp(ClassifierModel m) : m_(std::move(m)) {}
 
   void run(OpContext& ctx) const override {
-    const Tensor& x = ctx.input(0);
-    const Rows r = rows_of(x);
-    if (r.f != m_.features) {
-      fail("the input has " + std::to_string(r.f) + " features but the model is for " + std::to_string(m_.features));
-    }
     std::vector<float> scratch;
-    const float* xf = as_float(x, scratch);
+    const auto [n, xf] = input_rows(ctx.input(0), m_.features, scratch);
     const int64_t cols = m_.score_columns();
-    Tensor label(m_.strings() ? DType::kString : DType::kInt64, {r.n});
-    Tensor z(DType::kFloat, {r.n, cols});
+    Tensor label(m_.strings() ? DType::kString : DType::kInt64, {n});
+    Tensor z(DType::kFloat, {n, cols});
     float* zd = z.data<float>();
-    std::vector<int64_t> winners(static_cast<size_t>(r.n));
+    std::vector<int64_t> winners(static_cast<size_t>(n));
     if (m_.linear) {
-      run_linear(xf, r.n, zd, winners.data(), ctx.threads());
+      run_linear(xf, n, zd, winners.data(), ctx.threads());
     } else {
-      run_pairwise(xf, r.n, zd, winners.data(), ctx.threads());
+      run_pairwise(xf, n, zd, winners.data(), ctx.threads());
     }
-    for (int64_t i = 0; i < r.n; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       const size_t w = static_cast<size_t>(winners[i]);
       if (m_.strings()) {
         label.strings()[i] = m_.str_labels[w];
@@ -391,11 +375,11 @@ std::unique_ptr<Op> make_svm_classifier(CompileContext& ctx) {
   m.str_labels = ctx.attr_strings("classlabels_strings");
   if (m.int_labels.empty() == m.str_labels.empty()) fail("needs exactly one of classlabels_ints and classlabels_strings");
   m.classes = static_cast<int64_t>(m.strings() ? m.str_labels.size() : m.int_labels.size());
-  m.coefficients = to_floats(ctx.attr_floats("coefficients"));
-  m.support_vectors = to_floats(ctx.attr_floats("support_vectors"));
-  m.rho = to_floats(ctx.attr_floats("rho"));
-  m.prob_a = to_floats(ctx.attr_floats("prob_a"));
-  m.prob_b = to_floats(ctx.attr_floats("prob_b"));
+  m.coefficients = ml_floats(ctx.attr_floats("coefficients"));
+  m.support_vectors = ml_floats(ctx.attr_floats("support_vectors"));
+  m.rho = ml_floats(ctx.attr_floats("rho"));
+  m.prob_a = ml_floats(ctx.attr_floats("prob_a"));
+  m.prob_b = ml_floats(ctx.attr_floats("prob_b"));
   m.per_class = ctx.attr_ints("vectors_per_class");
   if (m.coefficients.empty()) fail("has no coefficients");
   if (m.prob_a.size() != m.prob_b.size()) {
@@ -486,25 +470,20 @@ class SvmRegressorOp : public Op {
   explicit SvmRegressorOp(RegressorModel m) : m_(std::move(m)) {}
 
   void run(OpContext& ctx) const override {
-    const Tensor& x = ctx.input(0);
-    const Rows r = rows_of(x);
-    if (r.f != m_.features) {
-      fail("the input has " + std::to_string(r.f) + " features but the model is for " + std::to_string(m_.features));
-    }
     std::vector<float> scratch;
-    const float* xf = as_float(x, scratch);
-    Tensor y(DType::kFloat, {r.n, 1});
+    const auto [n, xf] = input_rows(ctx.input(0), m_.features, scratch);
+    Tensor y(DType::kFloat, {n, 1});
     float* yd = y.data<float>();
     if (m_.vectors == 0) {
-      weights_times(xf, r.n, m_.features, m_.coefficients, 1, m_.rho, yd, ctx.threads());
+      weights_times(xf, n, m_.features, m_.coefficients, 1, m_.rho, yd, ctx.threads());
     } else {
-      std::vector<float> kernels(static_cast<size_t>(elements(r.n, m_.vectors, "kernel matrix")));
-      kernel_matrix(m_.kernel, xf, r.n, m_.features, m_.support_vectors, m_.vectors, kernels.data(), ctx.threads());
-      weights_times(kernels.data(), r.n, m_.vectors, m_.coefficients, 1, m_.rho, yd, ctx.threads());
+      std::vector<float> kernels(static_cast<size_t>(elements(n, m_.vectors, "kernel matrix")));
+      kernel_matrix(m_.kernel, xf, n, m_.features, m_.support_vectors, m_.vectors, kernels.data(), ctx.threads());
+      weights_times(kernels.data(), n, m_.vectors, m_.coefficients, 1, m_.rho, yd, ctx.threads());
     }
     if (m_.one_class) {
       // OneClassSVM: +1 inside the learned region, -1 outside.
-      for (int64_t i = 0; i < r.n; ++i) yd[i] = yd[i] > 0 ? 1.0f : -1.0f;
+      for (int64_t i = 0; i < n; ++i) yd[i] = yd[i] > 0 ? 1.0f : -1.0f;
     }
     ctx.set_output(0, std::move(y));
   }
@@ -527,9 +506,9 @@ std::unique_ptr<Op> make_svm_regressor(CompileContext& ctx) {
   m.one_class = one_class == 1;
   m.vectors = ctx.attr_int("n_supports", 0);
   if (m.vectors < 0) fail("n_supports must not be negative, not " + std::to_string(m.vectors));
-  m.coefficients = to_floats(ctx.attr_floats("coefficients"));
-  m.support_vectors = to_floats(ctx.attr_floats("support_vectors"));
-  const std::vector<float> rho = to_floats(ctx.attr_floats("rho"));
+  m.coefficients = ml_floats(ctx.attr_floats("coefficients"));
+  m.support_vectors = ml_floats(ctx.attr_floats("support_vectors"));
+  const std::vector<float> rho = ml_floats(ctx.attr_floats("rho"));
   if (m.coefficients.empty()) fail("has no coefficients");
   if (rho.size() != 1) fail("has " + count(rho.size()) + " rho values; it needs 1");
   m.rho = rho[0];

@@ -54,6 +54,12 @@ async function main(): Promise<void> {
     }
     stopping = true;
     app.beginShutdown();
+    // Readiness is 503 from here on, but requests are still taken for the drain delay, so that a
+    // load balancer (a Kubernetes Service) stops sending before the listener closes.
+    if (config.drainDelayMs > 0) {
+      server.log.info({ signal, delaySeconds: config.drainDelayMs / 1000 }, 'draining: not ready, still serving');
+      await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs));
+    }
     server.log.info({ signal }, 'shutting down: finishing requests in flight');
     const timer = setTimeout(() => {
       server.log.error('requests still in flight after the shutdown timeout; exiting');

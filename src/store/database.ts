@@ -3,7 +3,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
 import { migrations as defaultMigrations, type Migration } from './migrations.js';
+import type { ControlPlaneTables } from './schema.js';
 
 export type Db = Database.Database;
 
@@ -62,4 +64,12 @@ export function migrate(db: Db, migrations: readonly Migration[]): void {
 
 export function schemaVersion(db: Db): number {
   return (db.prepare('SELECT COALESCE(MAX(version), 0) FROM schema_migrations').pluck().get() as number) ?? 0;
+}
+
+/**
+ * The query builder over an open SQLite store: the same typed queries as on PostgreSQL
+ * (postgres.ts). Kysely runs them on this one connection, one at a time.
+ */
+export function sqliteQueryBuilder(db: Db): Kysely<ControlPlaneTables> {
+  return new Kysely<ControlPlaneTables>({ dialect: new SqliteDialect({ database: db }) });
 }

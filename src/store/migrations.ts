@@ -1,10 +1,17 @@
 // Versioned schema changes, applied in order on start. Append new entries; never edit one that
-// has shipped, since databases in the field have already applied it.
+// has shipped, since databases in the field have already applied it. Each is written for both
+// engines of the store: `sql` for SQLite (the embedded default) and `postgres` for PostgreSQL
+// (DATABASE_URL, for several replicas), with the same tables, columns and constraints. Unix
+// milliseconds are BIGINT on PostgreSQL (INTEGER is 32 bits there), BLOB is BYTEA, and SQLite's
+// STRICT has no PostgreSQL counterpart because PostgreSQL's columns are typed anyway.
 
 export interface Migration {
   version: number;
   name: string;
+  /** SQLite. */
   sql: string;
+  /** PostgreSQL; a migration without it cannot be applied there. */
+  postgres?: string;
 }
 
 export const migrations: readonly Migration[] = [
@@ -20,6 +27,16 @@ export const migrations: readonly Migration[] = [
         revoked_at   INTEGER,                    -- unix ms, NULL while active
         last_used_at INTEGER                     -- unix ms of the last token exchange
       ) STRICT;
+    `,
+    postgres: `
+      CREATE TABLE api_keys (
+        id           TEXT PRIMARY KEY,
+        name         TEXT NOT NULL,
+        secret_hash  BYTEA NOT NULL,
+        created_at   BIGINT NOT NULL,
+        revoked_at   BIGINT,
+        last_used_at BIGINT
+      );
     `,
   },
   {
@@ -60,6 +77,41 @@ export const migrations: readonly Migration[] = [
       ) STRICT;
       CREATE INDEX deployments_by_model ON deployments (model_id, status);
     `,
+    postgres: `
+      CREATE TABLE models (
+        id          TEXT PRIMARY KEY,
+        project     TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        kind        TEXT NOT NULL CHECK (kind IN ('realtime', 'library')),
+        created_at  BIGINT NOT NULL
+      );
+      CREATE TABLE builds (
+        id          TEXT PRIMARY KEY,
+        model_id    TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+        file        TEXT NOT NULL,
+        sha256      TEXT NOT NULL,
+        size_bytes  BIGINT NOT NULL,
+        features    TEXT NOT NULL,
+        outputs     TEXT NOT NULL,
+        operators   TEXT NOT NULL,
+        opsets      TEXT NOT NULL,
+        created_at  BIGINT NOT NULL
+      );
+      CREATE INDEX builds_by_model ON builds (model_id, created_at);
+      CREATE TABLE deployments (
+        id             TEXT PRIMARY KEY,
+        model_id       TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+        status         TEXT NOT NULL CHECK (status IN ('PENDING', 'DEPLOYING', 'LIVE', 'FAILED', 'SUPERSEDED')),
+        reason         TEXT,
+        action         TEXT NOT NULL CHECK (action IN ('deploy', 'undeploy')),
+        variation_name TEXT NOT NULL,
+        build_id       TEXT REFERENCES builds(id),
+        traffic        TEXT NOT NULL,
+        created_at     BIGINT NOT NULL,
+        updated_at     BIGINT NOT NULL
+      );
+      CREATE INDEX deployments_by_model ON deployments (model_id, status);
+    `,
   },
   {
     version: 3,
@@ -90,6 +142,10 @@ export const migrations: readonly Migration[] = [
         PRIMARY KEY (collection_id, tenant, id)
       ) STRICT;
     `,
+    postgres: `
+      -- The vector store keeps its tables in the embedded SQLite file of each host (DATA_DIR);
+      -- on PostgreSQL it comes with its own change (the cluster vector store), so nothing here.
+    `,
   },
   {
     version: 4,
@@ -103,6 +159,16 @@ export const migrations: readonly Migration[] = [
         created_at  INTEGER NOT NULL,
         updated_at  INTEGER NOT NULL
       ) STRICT;
+    `,
+    postgres: `
+      CREATE TABLE audiences (
+        id          TEXT PRIMARY KEY,
+        name        TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        conditions  TEXT NOT NULL,
+        created_at  BIGINT NOT NULL,
+        updated_at  BIGINT NOT NULL
+      );
     `,
   },
   {
@@ -123,6 +189,21 @@ export const migrations: readonly Migration[] = [
         updated_at     INTEGER NOT NULL
       ) STRICT;
     `,
+    postgres: `
+      CREATE TABLE library_deployments (
+        model_id       TEXT PRIMARY KEY REFERENCES models(id) ON DELETE CASCADE,
+        name           TEXT NOT NULL UNIQUE,
+        file           TEXT NOT NULL,
+        license        TEXT,
+        license_link   TEXT,
+        instance_type  TEXT NOT NULL CHECK (instance_type IN ('cpu', 'cuda')),
+        threads        INTEGER,
+        status         TEXT NOT NULL CHECK (status IN ('PENDING', 'DEPLOYING', 'LIVE', 'FAILED')),
+        reason         TEXT,
+        created_at     BIGINT NOT NULL,
+        updated_at     BIGINT NOT NULL
+      );
+    `,
   },
   {
     version: 6,
@@ -130,6 +211,10 @@ export const migrations: readonly Migration[] = [
     sql: `
       -- The instance type of the variation a realtime deployment deploys; NULL for an undeploy.
       -- Deployments made before instance types existed ran on the CPU.
+      ALTER TABLE deployments ADD COLUMN instance_type TEXT CHECK (instance_type IN ('cpu', 'cuda'));
+      UPDATE deployments SET instance_type = 'cpu' WHERE action = 'deploy';
+    `,
+    postgres: `
       ALTER TABLE deployments ADD COLUMN instance_type TEXT CHECK (instance_type IN ('cpu', 'cuda'));
       UPDATE deployments SET instance_type = 'cpu' WHERE action = 'deploy';
     `,
@@ -144,6 +229,15 @@ export const migrations: readonly Migration[] = [
       -- Rows FAILED before this column existed, told apart by the reasons the host wrote then: the
       -- restart text of restore(), and the GGUF reader's "cannot open <file>: ENOENT: no such file
       -- or directory, ..." for a missing file (so that it, too, is tried again at the next start).
+      UPDATE library_deployments SET failure_kind = CASE
+          WHEN reason = 'interrupted by a restart of the host' THEN 'interrupted'
+          WHEN reason LIKE '%ENOENT%' OR reason LIKE '%no such file or directory%' THEN 'missing_file'
+          ELSE 'load_error'
+        END
+        WHERE status = 'FAILED';
+    `,
+    postgres: `
+      ALTER TABLE library_deployments ADD COLUMN failure_kind TEXT CHECK (failure_kind IN ('missing_file', 'load_error', 'interrupted'));
       UPDATE library_deployments SET failure_kind = CASE
           WHEN reason = 'interrupted by a restart of the host' THEN 'interrupted'
           WHEN reason LIKE '%ENOENT%' OR reason LIKE '%no such file or directory%' THEN 'missing_file'

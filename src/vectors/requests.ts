@@ -41,6 +41,18 @@ export const collectionDefinitionSchema = {
   },
 } as const;
 
+/** A collection's definition as collectionDefinitionSchema reads it (in answers and export headers). */
+export function collectionDefinitionJson(c: CollectionRecord) {
+  return {
+    name: c.name,
+    dimension: c.dimension,
+    metric: c.metric,
+    description: c.description,
+    multi_tenant: c.multiTenant,
+    hnsw: { m: c.hnsw.m, ef_construction: c.hnsw.efConstruction, ef: c.hnsw.ef },
+  };
+}
+
 /**
  * The upsert body. `values` is only checked to be an array here: packNumbers checks each number
  * (and says which one is wrong) while copying it, which is much cheaper than a schema walk over

@@ -15,7 +15,7 @@ import { float32ArrayToNumbers } from './distance.js';
 import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
 import { parseFilter } from './filter.js';
 import { VectorMetrics } from './metrics.js';
-import { checkDimension, checkId, itemTenant, packNumbers, tenantOf } from './requests.js';
+import { checkDimension, checkId, collectionDefinitionJson, itemTenant, packNumbers, tenantOf } from './requests.js';
 import { decodeCursor, encodeCursor } from './scroll-cursor.js';
 import { openCollectionExport } from './snapshot-export.js';
 import type { CollectionGauges, CollectionRecord, ImportBatch, IndexStats, IngestOps, Metric, Properties, SampledVector, VectorKey, WorkerOps } from './types.js';
@@ -114,12 +114,7 @@ const EXPORT_RETRY_AFTER_S = 5;
 const GAUGES_TIMEOUT_MS = 2000;
 
 const collectionJson = (c: CollectionRecord, stats?: IndexStats): CollectionJson => ({
-  name: c.name,
-  dimension: c.dimension,
-  metric: c.metric,
-  description: c.description,
-  multi_tenant: c.multiTenant,
-  hnsw: { m: c.hnsw.m, ef_construction: c.hnsw.efConstruction, ef: c.hnsw.ef },
+  ...collectionDefinitionJson(c),
   vector_count: c.vectorCount,
   created_at: c.createdAt,
   ...(stats ? { index: stats } : {}),

@@ -17,7 +17,7 @@
 import crypto from 'node:crypto';
 import { invalidArgument } from '../errors.js';
 import { describeValidationError, validatorCompiler } from '../validation.js';
-import { checkId, checkTenant, collectionDefinitionSchema, isPlainObject } from './requests.js';
+import { checkId, checkTenant, collectionDefinitionJson, collectionDefinitionSchema, isPlainObject } from './requests.js';
 import type { CollectionRecord, ImportBatch, NewCollection, Properties } from './types.js';
 
 export const SNAPSHOT_FORMAT = 'platform-vector-collection';
@@ -28,14 +28,7 @@ const VALUES_ENCODING = 'float32-le-base64';
 // ---- writing ----
 
 export function headerLine(c: CollectionRecord, vectorCount: number): string {
-  const collection = {
-    name: c.name,
-    dimension: c.dimension,
-    metric: c.metric,
-    description: c.description,
-    multi_tenant: c.multiTenant,
-    hnsw: { m: c.hnsw.m, ef_construction: c.hnsw.efConstruction, ef: c.hnsw.ef },
-  };
+  const collection = collectionDefinitionJson(c);
   return JSON.stringify({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, values: VALUES_ENCODING, collection, vector_count: vectorCount }) + '\n';
 }
 

@@ -1,10 +1,12 @@
 // The real app, listening on a free port with a temporary DATA_DIR, in the test's own process so
 // that a test can inject the clock or capture the log.
 import { Writable } from 'node:stream';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { loadAddon } from '../../src/native/addon.js';
 import { buildApp, type App } from '../../src/server/app.js';
 import { openDatabase, type Db } from '../../src/store/database.js';
+import { apiClient, type Api } from './api.js';
 import { tempDir } from './paths.js';
 
 export interface TestHost {
@@ -72,4 +74,52 @@ export async function tokenFor(host: TestHost, name = 'test'): Promise<{ key: st
   if (res.status !== 200) throw new Error(`token exchange failed: ${res.status} ${await res.text()}`);
   const body = (await res.json()) as { accessToken: string };
   return { key: created.key, keyId: created.id, token: body.accessToken };
+}
+
+export interface HostForTests {
+  /** The host and its token: read them inside tests and hooks, once the beforeAll has run. */
+  readonly host: TestHost;
+  readonly token: string;
+  /** A JSON client with the token. */
+  api: Api;
+  /** POSTs a JSON body, expects `status` (200 unless said otherwise) and answers the body. */
+  post<T = any>(url: string, body: unknown, status?: number): Promise<T>;
+}
+
+/**
+ * The real app, listening, with a token, for the tests of a file or of a describe block: call it
+ * there, and it starts the host in beforeAll and closes it in afterAll.
+ */
+export function hostForTests(env: Record<string, string> = {}): HostForTests {
+  let host: TestHost | undefined;
+  let token = '';
+  let client: Api | undefined;
+  beforeAll(async () => {
+    host = await listen(await startInProcessHost(env));
+    token = (await tokenFor(host)).token;
+    client = apiClient(host.url, token);
+  });
+  afterAll(async () => {
+    await host?.close();
+  });
+  const started = () => {
+    if (!host || !client) throw new Error('the test host is not started yet: use it inside tests and hooks');
+    return { host, client };
+  };
+  const api: Api = (method, path, body, headers) => started().client(method, path, body, headers);
+  return {
+    get host() {
+      return started().host;
+    },
+    get token() {
+      started();
+      return token;
+    },
+    api,
+    async post<T = any>(url: string, body: unknown, status = 200): Promise<T> {
+      const res = await api<T>('POST', url, body);
+      expect(res.status, `${url} ${JSON.stringify(res.body)}`).toBe(status);
+      return res.body;
+    },
+  };
 }

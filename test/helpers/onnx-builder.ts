@@ -356,6 +356,24 @@ export function mlpModel(opset = 13): ModelBuilder {
     .output('probs', 'float', ['N', 2]);
 }
 
+/** The attributes of a one-split TreeEnsembleRegressor, one target: x[feature] <= threshold ? 1 : 2. */
+export function stumpRegressorAttrs(feature = 0, threshold = 0.5): Record<string, AttrValue> {
+  return {
+    n_targets: 1,
+    nodes_treeids: [0, 0, 0],
+    nodes_nodeids: [0, 1, 2],
+    nodes_featureids: [feature, 0, 0],
+    nodes_modes: ['BRANCH_LEQ', 'LEAF', 'LEAF'],
+    nodes_values: attr.floats([threshold, 0, 0]),
+    nodes_truenodeids: [1, 0, 0],
+    nodes_falsenodeids: [2, 0, 0],
+    target_ids: [0, 0],
+    target_nodeids: [1, 2],
+    target_treeids: [0, 0],
+    target_weights: attr.floats([1, 2]),
+  };
+}
+
 /** A one-tree TreeEnsembleRegressor on 2 features: x0 <= 0.5 ? 1.5 : (x1 <= 2 ? -1 : 3). */
 export function treeRegressorModel(mlOpset = 3): ModelBuilder {
   return new ModelBuilder({ opsets: { '': 13, 'ai.onnx.ml': mlOpset } })

@@ -13,16 +13,18 @@ interface CatalogJson {
   problems: Array<{ file: string; error: string }>;
 }
 
-interface DeploymentJson {
+/** A library deployment as /api/v1/library/deployments answers it (the fields the CLI reads). */
+export interface LibraryDeploymentJson {
   model_id: string;
   name: string;
+  file: string;
+  license: string | null;
   instance_type: string;
   threads: number | null;
   pending_instance_type: string | null;
   last_instance_error: string | null;
   status: string;
   reason: string | null;
-  license: string | null;
 }
 
 const STEPS: Record<string, number> = { PENDING: 0.1, DEPLOYING: 0.5, LIVE: 1, FAILED: 1 };
@@ -43,10 +45,10 @@ function threads(value: string | undefined): number | undefined {
   return Number(value);
 }
 
-async function follow(client: PlatformClient, modelId: string, done: (d: DeploymentJson) => boolean): Promise<DeploymentJson> {
+async function follow(client: PlatformClient, modelId: string, done: (d: LibraryDeploymentJson) => boolean): Promise<LibraryDeploymentJson> {
   const progress = createProgress();
   for (;;) {
-    const dep = await client.request<DeploymentJson>('GET', `/api/v1/library/deployments/${encodeURIComponent(modelId)}`);
+    const dep = await client.request<LibraryDeploymentJson>('GET', `/api/v1/library/deployments/${encodeURIComponent(modelId)}`);
     const label = `${dep.model_id} (${dep.name}): ${dep.status}${dep.pending_instance_type ? `, switching to ${dep.pending_instance_type}` : ''}`;
     if (dep.status === 'FAILED') {
       progress.done(label);
@@ -104,7 +106,7 @@ export function registerLibraryCommands(program: Command, models: Command): void
       if (!isInstanceType(opts.instanceType)) throw usageError('--instance-type must be cpu or cuda');
       const client = clientFromEnv();
       const n = threads(opts.threads);
-      const dep = await client.request<DeploymentJson>('POST', '/api/v1/library/deployments', {
+      const dep = await client.request<LibraryDeploymentJson>('POST', '/api/v1/library/deployments', {
         body: { name, model_id: opts.modelId, instance_type: opts.instanceType, ...(n !== undefined ? { threads: n } : {}) },
       });
       process.stdout.write(`${dep.model_id}\n`);

@@ -4,7 +4,7 @@
 import type { RouteConfig } from '../../realtime/traffic.js';
 import type { PlatformClient } from '../http-client.js';
 import { formatFields, formatTable, isoTime } from '../table.js';
-
+import type { LibraryDeploymentJson } from './library.js';
 
 export interface DeploymentJson {
   deployment_id: string;
@@ -28,18 +28,6 @@ export interface ModelDetailsJson {
   model: { model_id: string; project: string; description: string; kind: string; created_at: number };
   live_deployment: DeploymentJson | null;
   deployment_in_progress: DeploymentJson | null;
-}
-
-interface LibraryDeploymentJson {
-  name: string;
-  file: string;
-  license: string | null;
-  instance_type: string;
-  threads: number | null;
-  pending_instance_type: string | null;
-  last_instance_error: string | null;
-  status: string;
-  reason: string | null;
 }
 
 /** "dep_... (deploy of canary, LIVE since ...)": one deployment in a line. */

@@ -41,6 +41,15 @@ const numbers = { type: 'array', items: { type: 'number' } } as const;
 const filterSchema = { type: 'object' } as const;
 const propertyNames = { type: 'array', maxItems: 1000, items: { type: 'string' } } as const;
 
+/** The body of a request on one collection (and tenant): collection_name, tenant_id and the route's own fields. */
+function collectionBody<P extends Record<string, unknown>>(properties: P, required: readonly string[] = []) {
+  return {
+    type: 'object',
+    required: ['collection_name', ...required],
+    properties: { collection_name: { type: 'string' }, tenant_id: tenantSchema, ...properties },
+  } as const;
+}
+
 const collectionSchema = {
   type: 'object',
   required: ['name', 'dimension', 'metric', 'description', 'multi_tenant', 'hnsw', 'vector_count', 'created_at'],
@@ -159,21 +168,18 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
       bodyLimit,
       schema: {
         summary: 'Search the vectors nearest a reference vector, optionally filtered',
-        body: {
-          type: 'object',
-          required: ['collection_name', 'reference_vector'],
-          properties: {
-            collection_name: { type: 'string' },
+        body: collectionBody(
+          {
             reference_vector: { type: 'object', required: ['element'], properties: { element: numbers } },
             properties: propertyNames,
             max_results: { type: 'integer', minimum: 1, maximum: MAX_RESULTS, default: 10 },
             include_vector: { type: 'boolean', default: false },
             include_distance: { type: 'boolean', default: true },
             include_id: { type: 'boolean', default: true },
-            tenant_id: tenantSchema,
             filter: filterSchema,
           },
-        },
+          ['reference_vector'],
+        ),
         response: responses({
           200: {
             type: 'object',
@@ -206,24 +212,18 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
       schema: {
         summary: 'Delete vectors by id, or those matching a filter',
         // One of vector_identifiers and filter: the service says which is missing or extra.
-        body: {
-          type: 'object',
-          required: ['collection_name'],
-          properties: {
-            collection_name: { type: 'string' },
-            tenant_id: tenantSchema,
-            vector_identifiers: {
-              type: 'array',
-              minItems: 1,
-              items: {
-                type: 'object',
-                required: ['vector_id'],
-                properties: { vector_id: { type: 'string' }, tenant_id: tenantSchema },
-              },
+        body: collectionBody({
+          vector_identifiers: {
+            type: 'array',
+            minItems: 1,
+            items: {
+              type: 'object',
+              required: ['vector_id'],
+              properties: { vector_id: { type: 'string' }, tenant_id: tenantSchema },
             },
-            filter: filterSchema,
           },
-        },
+          filter: filterSchema,
+        }),
         response: responses({ 200: { type: 'object', required: ['num_vectors_deleted'], properties: { num_vectors_deleted: { type: 'integer' } } } }),
       },
     },
@@ -253,16 +253,10 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
       bodyLimit,
       schema: {
         summary: 'Sample distinct vectors at random',
-        body: {
-          type: 'object',
-          required: ['collection_name'],
-          properties: {
-            collection_name: { type: 'string' },
-            num_samples: { type: 'integer', minimum: 1, maximum: MAX_SAMPLES, default: 10 },
-            include_vector: { type: 'boolean', default: true },
-            tenant_id: tenantSchema,
-          },
-        },
+        body: collectionBody({
+          num_samples: { type: 'integer', minimum: 1, maximum: MAX_SAMPLES, default: 10 },
+          include_vector: { type: 'boolean', default: true },
+        }),
         response: responses({ 200: listOf('vectors', vectorSchema) }),
       },
     },
@@ -275,11 +269,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
       bodyLimit,
       schema: {
         summary: 'Count the vectors of a collection (and tenant), optionally filtered',
-        body: {
-          type: 'object',
-          required: ['collection_name'],
-          properties: { collection_name: { type: 'string' }, tenant_id: tenantSchema, filter: filterSchema },
-        },
+        body: collectionBody({ filter: filterSchema }),
         response: responses({ 200: { type: 'object', required: ['count'], properties: { count: { type: 'integer' } } } }),
       },
     },
@@ -292,19 +282,13 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
       bodyLimit,
       schema: {
         summary: 'Page through the vectors in id order, with a cursor',
-        body: {
-          type: 'object',
-          required: ['collection_name'],
-          properties: {
-            collection_name: { type: 'string' },
-            tenant_id: tenantSchema,
-            filter: filterSchema,
-            limit: { type: 'integer', minimum: 1, maximum: MAX_SCROLL_LIMIT, default: 100 },
-            cursor: { type: 'string', minLength: 1, maxLength: 4096 },
-            include_vector: { type: 'boolean', default: false },
-            properties: propertyNames,
-          },
-        },
+        body: collectionBody({
+          filter: filterSchema,
+          limit: { type: 'integer', minimum: 1, maximum: MAX_SCROLL_LIMIT, default: 100 },
+          cursor: { type: 'string', minLength: 1, maxLength: 4096 },
+          include_vector: { type: 'boolean', default: false },
+          properties: propertyNames,
+        }),
         response: responses({
           200: {
             type: 'object',

@@ -1,0 +1,96 @@
+// The control-plane tables as the query builder (Kysely) sees them, on either engine: what a
+// row holds once read. Times are unix milliseconds as numbers on both (PostgreSQL's BIGINT is read
+// as a number: src/store/postgres.ts), JSON columns are TEXT, and binary columns are Buffers.
+// migrations.ts creates these tables; test/store-postgres.test.ts checks the two agree.
+import type { Generated } from 'kysely';
+
+export interface ApiKeysTable {
+  id: string;
+  name: string;
+  secret_hash: Buffer;
+  created_at: number;
+  revoked_at: number | null;
+  last_used_at: number | null;
+}
+
+export interface ModelsTable {
+  id: string;
+  project: string;
+  description: Generated<string>;
+  kind: 'realtime' | 'library';
+  created_at: number;
+}
+
+export interface BuildsTable {
+  id: string;
+  model_id: string;
+  file: string;
+  sha256: string;
+  size_bytes: number;
+  /** JSON: [{name, type}] */
+  features: string;
+  /** JSON: [name] */
+  outputs: string;
+  /** JSON: qualified operator types */
+  operators: string;
+  /** JSON: {domain: version} */
+  opsets: string;
+  created_at: number;
+}
+
+export interface DeploymentsTable {
+  id: string;
+  model_id: string;
+  status: 'PENDING' | 'DEPLOYING' | 'LIVE' | 'FAILED' | 'SUPERSEDED';
+  reason: string | null;
+  action: 'deploy' | 'undeploy';
+  variation_name: string;
+  build_id: string | null;
+  /** JSON TrafficConfig */
+  traffic: string;
+  created_at: number;
+  updated_at: number;
+  instance_type: 'cpu' | 'cuda' | null;
+}
+
+export interface AudiencesTable {
+  id: string;
+  name: string;
+  description: Generated<string>;
+  /** JSON: {unary: [...], binary: [...]} */
+  conditions: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface LibraryDeploymentsTable {
+  model_id: string;
+  name: string;
+  file: string;
+  license: string | null;
+  license_link: string | null;
+  instance_type: 'cpu' | 'cuda';
+  threads: number | null;
+  status: 'PENDING' | 'DEPLOYING' | 'LIVE' | 'FAILED';
+  reason: string | null;
+  created_at: number;
+  updated_at: number;
+  failure_kind: 'missing_file' | 'load_error' | 'interrupted' | null;
+}
+
+export interface SchemaMigrationsTable {
+  version: number;
+  name: string;
+  applied_at: number;
+}
+
+/** Every control-plane table. The vector tables stay in each host's SQLite file (src/vectors/). */
+export interface ControlPlaneTables {
+  api_keys: ApiKeysTable;
+  models: ModelsTable;
+  builds: BuildsTable;
+  deployments: DeploymentsTable;
+  audiences: AudiencesTable;
+  library_deployments: LibraryDeploymentsTable;
+  schema_migrations: SchemaMigrationsTable;
+}
