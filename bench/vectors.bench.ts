@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import hnswlib from 'hnswlib-node';
 import { ApiKeyStore } from '../src/auth/api-keys.js';
 import { gemm } from '../src/native/gemm.js';
-import { openDatabase } from '../src/store/database.js';
+import { openStore } from '../src/store/store.js';
 import { rng } from '../test/helpers/random.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -127,9 +127,9 @@ interface Host {
 async function startHost(): Promise<Host> {
   if (!fs.existsSync(HOST_MAIN)) throw new Error(`${HOST_MAIN} is missing: run "npm run build" first`);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'vectors-bench-'));
-  const db = openDatabase(dataDir);
-  const { key } = new ApiKeyStore(db).create('bench');
-  db.close();
+  const store = await openStore({ dataDir });
+  const { key } = await new ApiKeyStore(store.db).create('bench');
+  await store.close();
   // The host logs at warn (no line per request, as an operator would run a busy store), so it is
   // started on a port picked here and polled until /healthz answers.
   const port = await new Promise<number>((resolve) => {

@@ -11,6 +11,8 @@ export interface Config {
   /** HS256 secret from PLATFORM_TOKEN_SECRET; when absent one is made in DATA_DIR. */
   tokenSecret: string | undefined;
   metricsPublic: boolean;
+  /** postgres://...: the control plane on PostgreSQL (several replicas); unset: SQLite in dataDir. */
+  databaseUrl: string | undefined;
   /** Serve /openapi.json and /docs without a token (DOCS_PUBLIC=1); by default they need one, like every route. */
   docsPublic: boolean;
   /** Largest accepted request body, in bytes (413 beyond it). */
@@ -103,6 +105,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (tokenSecret !== undefined && Buffer.byteLength(tokenSecret) < 32) {
     throw new ConfigError('PLATFORM_TOKEN_SECRET must be at least 32 bytes long');
   }
+  const databaseUrl = env.DATABASE_URL?.trim() || undefined;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a PostgreSQL URL (postgres://user:password@host:5432/database)');
+  }
+  // Replicas on one database must sign and check tokens with one secret: a token minted by one
+  // is accepted by all. DATA_DIR is each replica's own, so the secret cannot be made there.
+  if (databaseUrl !== undefined && tokenSecret === undefined) {
+    throw new ConfigError('DATABASE_URL needs PLATFORM_TOKEN_SECRET (32 bytes or more), the same on every replica, so that a token from one is accepted by all');
+  }
   return {
     host: env.HOST?.trim() || '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
@@ -111,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: logLevel as Config['logLevel'],
     tokenSecret,
     metricsPublic: flag(env, 'METRICS_PUBLIC'),
+    databaseUrl,
     docsPublic: flag(env, 'DOCS_PUBLIC'),
     bodyLimitBytes: integer(env, 'MAX_BODY_BYTES', 32 * 1024 * 1024, 1024, 2 ** 31 - 1),
     authFailureLimit: integer(env, 'AUTH_FAILURE_LIMIT', 10, 1, 1_000_000),

@@ -11,7 +11,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../src/auth/api-keys.js';
-import { openDatabase } from '../src/store/database.js';
+import { openStore } from '../src/store/store.js';
 import { runCli } from './helpers/cli.js';
 import { freePort } from './helpers/free-port.js';
 import { CLI_MAIN, ROOT, tempDir } from './helpers/paths.js';
@@ -40,12 +40,12 @@ describe('a closed stdout', () => {
     // Enough keys that `keys list` writes far more than a pipe holds (64 KiB on Linux), so that
     // its write is still going on when the reader goes away.
     dataDir = tempDir();
-    const db = openDatabase(dataDir);
-    const keys = new ApiKeyStore(db);
-    db.transaction(() => {
-      for (let i = 0; i < 3000; i++) keys.create(`${'a-long-key-name-'.repeat(7)}${i}`);
-    })();
-    db.close();
+    const store = await openStore({ dataDir });
+    await store.db.transaction().execute(async (trx) => {
+      const keys = new ApiKeyStore(trx);
+      for (let i = 0; i < 3000; i++) await keys.create(`${'a-long-key-name-'.repeat(7)}${i}`);
+    });
+    await store.close();
     const full = await runCli(['keys', 'list'], { DATA_DIR: dataDir });
     expect(full.code, full.stderr).toBe(0);
     tableBytes = full.stdout.length;

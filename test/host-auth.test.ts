@@ -115,7 +115,7 @@ describe('every 401 path', () => {
   it('an API key sent as the token: told to exchange it first, the same for real, revoked and unknown keys', async () => {
     const { key, keyId } = await tokenFor(host);
     const revoked = (await tokenFor(host, 'revoked')).key;
-    host.app.keys.revoke(revoked.slice('psk_'.length, 'psk_'.length + 16));
+    await host.app.keys.revoke(revoked.slice('psk_'.length, 'psk_'.length + 16));
     const unknown = 'psk_0123456789abcdef_' + 'A'.repeat(43);
     const answers: string[] = [];
     for (const credential of [key, revoked, unknown, 'psk_truncated']) {
@@ -160,7 +160,7 @@ describe('every 401 path', () => {
   it('a revoked key: its tokens stop working at once, and it cannot get new ones', async () => {
     const { key, keyId, token } = await tokenFor(host);
     expect((await callKeys(`Bearer ${token}`)).status).toBe(200);
-    expect(host.app.keys.revoke(keyId)).toBe(true);
+    expect(await host.app.keys.revoke(keyId)).toBe(true);
     await expect401(await callKeys(`Bearer ${token}`), 'revoked');
     await expect401(await exchange(key), 'invalid or revoked API key');
   });

@@ -89,7 +89,7 @@ describe('collections', () => {
     const list = await api<{ collections: Array<{ name: string; vector_count: number }> }>('GET', '/api/v1/vectors/collections');
     expect(list.body.collections.map((c) => c.name)).toEqual(expect.arrayContaining(['coll.A_1', 'coll-b']));
     await upsert('coll.A_1', [{ id: 'x', values: [1, 2, 3] }]);
-    await host.app.vectors.flush(); // the graph follows the commit in the background
+    await host.app.vectors!.flush(); // the graph follows the commit in the background
     const got = await api('GET', '/api/v1/vectors/collections/coll.A_1');
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ name: 'coll.A_1', vector_count: 1, index: { tenants: 1, indexed: 1, tombstones: 0, pending: 0, compacting: false } });
@@ -115,7 +115,7 @@ describe('collections', () => {
   it('deleting a collection removes its vectors and index files; the name can be used again', async () => {
     await create({ name: 'doomed', dimension: 4 });
     await upsert('doomed', randomVectors(50, 4, 1).map((values, i) => ({ id: `d${i}`, values })));
-    await host.app.vectors.flush(true); // writes the index checkpoint
+    await host.app.vectors!.flush(true); // writes the index checkpoint
     const root = path.join(host.config.dataDir, 'vectors');
     const before = fs.readdirSync(root);
     const withFiles = before.filter((d) => fs.readdirSync(path.join(root, d)).some((f) => f.endsWith('.hnsw')));
@@ -252,7 +252,7 @@ describe('the five operations', () => {
     expect(near.map((h) => h.id)).toEqual(['x', 'y', 'z']); // exactly one x
     const old = await search({ collection_name: 'replace', reference_vector: { element: [0, 0] }, max_results: 1 });
     expect(old[0]!.id).toBe('z');
-    await host.app.vectors.flush();
+    await host.app.vectors!.flush();
     expect((await api('GET', '/api/v1/vectors/collections/replace')).body).toMatchObject({ vector_count: 3, index: { indexed: 3, tombstones: 0 } });
   });
 
@@ -390,7 +390,7 @@ describe('filters', () => {
       const recall = hits.filter((h) => truth.has(h.properties!.i as number)).length / truth.size;
       expect(recall).toBeGreaterThanOrEqual(0.9);
     }
-    expect(await host.app.vectors.explainSearch({ ...body, include_vector: false, include_distance: true, include_id: true } as never)).toBe(strategy);
+    expect(await host.app.vectors!.explainSearch({ ...body, include_vector: false, include_distance: true, include_id: true } as never)).toBe(strategy);
   }
 
   it('selective filters are answered exactly, broad ones through the graph, both with max_results matches', async () => {

@@ -195,7 +195,7 @@ describe('delete by filter', () => {
       const hits = await post('/api/v1/vectors/search', { collection_name: 'pruned', reference_vector: { element: vecs[i] }, max_results: 5, properties: ['i'] });
       for (const h of hits.search_results) expect(doomed(h.properties.i)).toBe(false);
     }
-    await setup.host.app.vectors.flush();
+    await setup.host.app.vectors!.flush();
     expect((await api('GET', '/api/v1/vectors/collections/pruned')).body).toMatchObject({ vector_count: 300 - gone.length, index: { indexed: 300 - gone.length, pending: 0 } });
     // Nothing left to match: zero, and nothing else touched.
     expect(await post('/api/v1/vectors/delete', { collection_name: 'pruned', filter: { eq: { color: 'red' } } })).toEqual({ num_vectors_deleted: 0 });

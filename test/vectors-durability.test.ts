@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../src/auth/api-keys.js';
-import { openDatabase } from '../src/store/database.js';
+import { openStore } from '../src/store/store.js';
 import { apiClient, type Api } from './helpers/api.js';
 import { rng } from './helpers/random.js';
 import { spawnHost, type ChildHost } from './helpers/child-host.js';
@@ -23,11 +23,11 @@ afterEach(async () => {
   }
 });
 
-function newDataDir(): { dataDir: string; key: string } {
+async function newDataDir(): Promise<{ dataDir: string; key: string }> {
   const dataDir = tempDir('platform-vectors-');
-  const db = openDatabase(dataDir);
-  const { key } = new ApiKeyStore(db).create('durability');
-  db.close();
+  const store = await openStore({ dataDir });
+  const { key } = await new ApiKeyStore(store.db).create('durability');
+  await store.close();
   return { dataDir, key };
 }
 
@@ -58,7 +58,7 @@ const same = (a: number[], b: number[]) => a.length === b.length && a.every((x, 
 
 describe('crash safety', () => {
   it('SIGKILL during a stream of upserts: every acknowledged vector is there and searchable after a restart', async () => {
-    const { dataDir, key } = newDataDir();
+    const { dataDir, key } = await newDataDir();
     // Small checkpoints, so that the restart loads checkpoints and replays the rows after them.
     const env = { VECTOR_CHECKPOINT_CHANGES: '500', VECTOR_CHECKPOINT_IDLE_MS: '0' };
     let { host, api } = await start(dataDir, key, env);
@@ -164,7 +164,7 @@ describe('crash safety', () => {
 
 describe('damaged or missing index files', () => {
   it('a corrupted, then a deleted, index file is rebuilt from SQLite on start', async () => {
-    const { dataDir, key } = newDataDir();
+    const { dataDir, key } = await newDataDir();
     let { host, api } = await start(dataDir, key);
     const dim = 16;
     await api('POST', '/api/v1/vectors/collections', { name: 'fragile', dimension: dim, metric: 'cosine' });
@@ -224,7 +224,7 @@ describe('damaged or missing index files', () => {
 
 describe('delete by filter and import are durable like any write', () => {
   it('survive SIGKILL (replayed over the checkpoint) and a clean restart', async () => {
-    const { dataDir, key } = newDataDir();
+    const { dataDir, key } = await newDataDir();
     const env = { VECTOR_CHECKPOINT_IDLE_MS: '0' };
     let { host, api, token } = await start(dataDir, key, env);
     const dim = 8;

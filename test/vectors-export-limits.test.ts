@@ -33,7 +33,7 @@ beforeAll(async () => {
   }
 }, 120_000);
 
-const openExports = () => setup.host.app.vectors.openExports;
+const openExports = () => setup.host.app.vectors!.openExports;
 
 /** The vector_store_exports_open gauge on /metrics. */
 async function exportsGauge(): Promise<number> {

@@ -69,14 +69,14 @@ describe('vector_store_* series', () => {
     const lag = value(await scrape(), 'vector_store_index_lag_vectors', { collection: 'm-lag' })!;
     expect(lag).toBeGreaterThan(0);
     expect(lag).toBeLessThanOrEqual(n);
-    await setup.host.app.vectors.flush();
+    await setup.host.app.vectors!.flush();
     const after = await scrape();
     expect(value(after, 'vector_store_index_lag_vectors', { collection: 'm-lag' })).toBe(0);
     expect(value(after, 'vector_store_index_lag_vectors', { collection: 'm-one' })).toBe(0);
   });
 
   it('checkpoint age: grows while changes are unsaved, 0 once checkpointed', async () => {
-    await setup.host.app.vectors.flush(true);
+    await setup.host.app.vectors!.flush(true);
     let text = await scrape();
     for (const c of ['m-one', 'm-two', 'm-lag']) expect(value(text, 'vector_store_checkpoint_age_seconds', { collection: c }), c).toBe(0);
     await post('/api/v1/vectors/upsert', { collection_name: 'm-one', vector: [{ id: 'late', values: [1, 2, 3, 4] }] });
@@ -86,7 +86,7 @@ describe('vector_store_* series', () => {
     expect(age).toBeGreaterThanOrEqual(1.1);
     expect(age).toBeLessThan(60);
     expect(value(text, 'vector_store_checkpoint_age_seconds', { collection: 'm-two' })).toBe(0);
-    await setup.host.app.vectors.flush(true);
+    await setup.host.app.vectors!.flush(true);
     expect(value(await scrape(), 'vector_store_checkpoint_age_seconds', { collection: 'm-one' })).toBe(0);
   });
 

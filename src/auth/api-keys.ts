@@ -2,8 +2,8 @@
 // bytes whose SHA-256 alone is stored. A fast hash is right here: the secret has 256 bits of
 // entropy, so there is nothing for a slow password hash to protect against.
 import crypto from 'node:crypto';
-import type { Statement } from 'better-sqlite3';
-import type { Db } from '../store/database.js';
+import type { Kysely } from 'kysely';
+import type { ApiKeysTable, ControlPlaneTables } from '../store/schema.js';
 
 export interface ApiKeyRecord {
   id: string;
@@ -29,14 +29,7 @@ const KEY_PREFIX = 'psk_';
 export const looksLikeApiKey = (credential: string): boolean => credential.startsWith(KEY_PREFIX);
 const NAME_MAX = 128;
 
-interface Row {
-  id: string;
-  name: string;
-  secret_hash: Buffer;
-  created_at: number;
-  revoked_at: number | null;
-  last_used_at: number | null;
-}
+type Row = ApiKeysTable;
 
 const toRecord = (r: Row): ApiKeyRecord => ({
   id: r.id,
@@ -48,64 +41,79 @@ const toRecord = (r: Row): ApiKeyRecord => ({
 
 const hashSecret = (secret: string) => crypto.createHash('sha256').update(secret).digest();
 
+// On either engine of the store (SQLite in DATA_DIR, PostgreSQL at DATABASE_URL). No operation
+// reads and then writes on what it read: revoking and recording a use are each one conditional
+// UPDATE, so that the host, the CLI and other replicas writing at once need no locks.
 export class ApiKeyStore {
   // A hash to compare against when the id is unknown, so that unknown and wrong keys take the
   // same time.
   private readonly decoyHash = hashSecret(crypto.randomBytes(32).toString('base64url'));
 
   constructor(
-    private readonly db: Db,
+    private readonly db: Kysely<ControlPlaneTables>,
     private readonly clock: () => number = Date.now,
   ) {}
 
-  create(name = 'default'): CreatedApiKey {
+  async create(name = 'default'): Promise<CreatedApiKey> {
     if (name.length === 0 || name.length > NAME_MAX) throw new RangeError(`key name must have 1 to ${NAME_MAX} characters`);
     const id = crypto.randomBytes(8).toString('hex');
     const secret = crypto.randomBytes(32).toString('base64url');
     const createdAt = this.clock();
-    this.db
-      .prepare('INSERT INTO api_keys (id, name, secret_hash, created_at) VALUES (?, ?, ?, ?)')
-      .run(id, name, hashSecret(secret), createdAt);
+    await this.db
+      .insertInto('api_keys')
+      .values({ id, name, secret_hash: hashSecret(secret), created_at: createdAt, revoked_at: null, last_used_at: null })
+      .execute();
     return { id, name, createdAt, revokedAt: null, lastUsedAt: null, key: `psk_${id}_${secret}` };
   }
 
-  list(): ApiKeyRecord[] {
-    return (this.db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as Row[]).map(toRecord);
+  async list(): Promise<ApiKeyRecord[]> {
+    const rows = await this.db.selectFrom('api_keys').selectAll().orderBy('created_at').orderBy('id').execute();
+    return rows.map(toRecord);
   }
 
-  get(id: string): ApiKeyRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(id) as Row | undefined;
+  async get(id: string): Promise<ApiKeyRecord | undefined> {
+    const row = await this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
     return row && toRecord(row);
   }
 
   /** Returns false when there is no such key. Revoking twice keeps the first time. */
-  revoke(id: string): boolean {
-    const found = this.db.prepare('SELECT 1 FROM api_keys WHERE id = ?').get(id);
-    if (!found) return false;
-    this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(this.clock(), id);
-    return true;
+  async revoke(id: string): Promise<boolean> {
+    // The UPDATE decides alone (only an active key gets a time), so that two revokes at once, on
+    // any engine, keep the first time; a key it did not change either was revoked already or
+    // does not exist, which the SELECT tells (keys are never deleted).
+    const updated = await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: this.clock() })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (updated.numUpdatedRows > 0n) return true;
+    const found = await this.db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst();
+    return found !== undefined;
   }
 
   /** The active key that `key` names, or undefined for a malformed, unknown, wrong or revoked key. */
-  verify(key: string): ApiKeyRecord | undefined {
+  async verify(key: string): Promise<ApiKeyRecord | undefined> {
     const match = KEY_PATTERN.exec(key);
-    const row = match
-      ? (this.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(match[1]) as Row | undefined)
-      : undefined;
+    const row = match ? await this.db.selectFrom('api_keys').selectAll().where('id', '=', match[1]!).executeTakeFirst() : undefined;
     const presented = hashSecret(match?.[2] ?? key);
     const expected = row?.secret_hash ?? this.decoyHash;
     const equal = crypto.timingSafeEqual(presented, expected);
     if (!row || !equal || row.revoked_at !== null) return undefined;
-    this.db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(this.clock(), row.id);
+    // Recorded only while the key is still active: a key revoked since the SELECT is refused.
+    const used = await this.db
+      .updateTable('api_keys')
+      .set({ last_used_at: this.clock() })
+      .where('id', '=', row.id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (used.numUpdatedRows === 0n) return undefined;
     return toRecord(row);
   }
 
-  /** Checked on every authenticated request, so the statement is prepared once. */
-  isActive(id: string): boolean {
-    this.activeStatement ??= this.db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?');
-    const row = this.activeStatement.get(id) as { revoked_at: number | null } | undefined;
+  /** Checked on every authenticated request. */
+  async isActive(id: string): Promise<boolean> {
+    const row = await this.db.selectFrom('api_keys').select('revoked_at').where('id', '=', id).executeTakeFirst();
     return row !== undefined && row.revoked_at === null;
   }
-
-  private activeStatement: Statement | undefined;
 }

@@ -1,6 +1,8 @@
 // The model records of both kinds: an id in a project. Realtime models get builds and variations
 // (src/realtime/); library models (LLMs, src/llm/library/) live in the project `library`.
-import type { Db } from '../store/database.js';
+import type { Kysely, Selectable } from 'kysely';
+import { isUniqueViolation } from '../store/dialect.js';
+import type { ControlPlaneTables, ModelsTable } from '../store/schema.js';
 import { conflict, invalidArgument, notFound } from '../errors.js';
 import { LIBRARY_PROJECT, reservedModelIdProblem } from './names.js';
 
@@ -14,49 +16,55 @@ export interface ModelRecord {
   createdAt: number;
 }
 
-interface Row {
-  id: string;
-  project: string;
-  description: string;
-  kind: ModelKind;
-  created_at: number;
-}
+type Row = Selectable<ModelsTable>;
 
 const toRecord = (r: Row): ModelRecord => ({ id: r.id, project: r.project, description: r.description, kind: r.kind, createdAt: r.created_at });
 
+/** The query builder, or a transaction of it (a caller that writes more rows with the model's). */
+type Executor = Kysely<ControlPlaneTables>;
+
 export class ModelStore {
   constructor(
-    private readonly db: Db,
+    private readonly db: Kysely<ControlPlaneTables>,
     private readonly clock: () => number = Date.now,
   ) {}
 
-  create(id: string, project: string, description: string, kind: ModelKind = 'realtime'): ModelRecord {
+  /**
+   * Creates the model; `db` may be the caller's transaction, so that the model's row commits with
+   * the caller's rows or not at all. A duplicate id is a 409 on either engine: the primary key
+   * decides, so two replicas creating the same id at once get one 201 and one 409.
+   */
+  async create(id: string, project: string, description: string, kind: ModelKind = 'realtime', db: Executor = this.db): Promise<ModelRecord> {
     if (kind === 'realtime' && project === LIBRARY_PROJECT) {
       throw invalidArgument(`the project "${LIBRARY_PROJECT}" holds library models; choose another project`, 'project');
     }
     const reserved = reservedModelIdProblem(id);
     if (reserved) throw invalidArgument(reserved, 'model_id');
-    if (this.find(id)) throw conflict(`model "${id}" already exists`, 'model_id');
     const createdAt = this.clock();
-    this.db.prepare('INSERT INTO models (id, project, description, kind, created_at) VALUES (?, ?, ?, ?, ?)').run(id, project, description, kind, createdAt);
+    try {
+      await db.insertInto('models').values({ id, project, description, kind, created_at: createdAt }).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`model "${id}" already exists`, 'model_id');
+      throw err;
+    }
     return { id, project, description, kind, createdAt };
   }
 
-  find(id: string): ModelRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM models WHERE id = ?').get(id) as Row | undefined;
+  async find(id: string, db: Executor = this.db): Promise<ModelRecord | undefined> {
+    const row = await db.selectFrom('models').selectAll().where('id', '=', id).executeTakeFirst();
     return row && toRecord(row);
   }
 
-  get(id: string): ModelRecord {
-    const model = this.find(id);
+  async get(id: string, db: Executor = this.db): Promise<ModelRecord> {
+    const model = await this.find(id, db);
     if (!model) throw notFound(`model "${id}" does not exist`, 'model_id');
     return model;
   }
 
-  list(project?: string): ModelRecord[] {
-    const rows = (project === undefined
-      ? this.db.prepare('SELECT * FROM models ORDER BY created_at, id').all()
-      : this.db.prepare('SELECT * FROM models WHERE project = ? ORDER BY created_at, id').all(project)) as Row[];
+  async list(project?: string): Promise<ModelRecord[]> {
+    let query = this.db.selectFrom('models').selectAll();
+    if (project !== undefined) query = query.where('project', '=', project);
+    const rows = await query.orderBy('created_at').orderBy('id').execute();
     return rows.map(toRecord);
   }
 }

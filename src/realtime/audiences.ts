@@ -1,7 +1,11 @@
 // Audiences: named header conditions that deployments attach variations to. An audience that a
 // live or pending deployment routes by cannot be deleted, and an update that would change its
-// meaning under traffic takes effect at once (routing reads it on every request).
-import type { Db } from '../store/database.js';
+// meaning under traffic takes effect at once (routing reads it on every request). Routing reads
+// compiled predicates from memory, never the database: the deployer loads those of the audiences
+// its traffic names before the traffic goes live (`load`), and this store's writes keep them.
+import type { Kysely, Selectable } from 'kysely';
+import { forUpdate } from '../store/dialect.js';
+import type { AudiencesTable, ControlPlaneTables } from '../store/schema.js';
 import { conflict, invalidArgument, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkConditions, compileConditions, type Conditions, type HeaderPredicate } from './conditions.js';
@@ -21,14 +25,7 @@ export interface AudienceInput {
   conditions?: unknown;
 }
 
-interface Row {
-  id: string;
-  name: string;
-  description: string;
-  conditions: string;
-  created_at: number;
-  updated_at: number;
-}
+type Row = Selectable<AudiencesTable>;
 
 const toRecord = (r: Row): AudienceRecord => ({
   id: r.id,
@@ -53,72 +50,86 @@ export function checkAudience(input: AudienceInput, at: string): { name: string;
 }
 
 export class AudienceStore {
-  // Compiled predicates; only this process writes audiences, so dropping an entry on update or
-  // delete keeps the cache exact.
+  // Compiled predicates of the audiences that live traffic may route by: loaded before a
+  // deployment goes live, replaced on update and dropped on delete by this process. A change made
+  // through another replica reaches this one when it next loads (config propagation: issue 16).
   private readonly predicates = new Map<string, HeaderPredicate>();
 
   constructor(
-    private readonly db: Db,
-    /** Ids of audiences that deployments route by; those cannot be deleted. */
-    private readonly inUse: () => Set<string>,
+    private readonly db: Kysely<ControlPlaneTables>,
+    /** Ids of audiences that deployments route by; those cannot be deleted. Read in the deleting transaction (`db`). */
+    private readonly inUse: (db: Kysely<ControlPlaneTables>) => Promise<Set<string>>,
     private readonly clock: () => number = Date.now,
   ) {}
 
   /** Creates every audience of a file in one transaction: all or none. */
-  createMany(inputs: AudienceInput[]): AudienceRecord[] {
+  async createMany(inputs: AudienceInput[]): Promise<AudienceRecord[]> {
     const checked = inputs.map((input, i) => checkAudience(input, `spec.audiences[${i}]`));
     const now = this.clock();
-    const insert = this.db.prepare('INSERT INTO audiences (id, name, description, conditions, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)');
-    const ids = this.db.transaction(() =>
-      checked.map((a) => {
-        const id = newId('aud');
-        insert.run(id, a.name, a.description, JSON.stringify(a.conditions), now, now);
-        return id;
-      }),
-    )();
-    return ids.map((id) => this.get(id));
+    const rows = checked.map((a) => ({ id: newId('aud'), name: a.name, description: a.description, conditions: JSON.stringify(a.conditions), created_at: now, updated_at: now }));
+    await this.db.transaction().execute(async (trx: Kysely<ControlPlaneTables>) => {
+      await trx.insertInto('audiences').values(rows).execute();
+    });
+    return Promise.all(rows.map((r) => this.get(r.id)));
   }
 
-  update(id: string, input: AudienceInput): AudienceRecord {
-    this.get(id);
+  async update(id: string, input: AudienceInput): Promise<AudienceRecord> {
+    await this.get(id);
     const a = checkAudience(input, 'spec.audiences[0]');
-    this.db
-      .prepare('UPDATE audiences SET name = ?, description = ?, conditions = ?, updated_at = ? WHERE id = ?')
-      .run(a.name, a.description, JSON.stringify(a.conditions), this.clock(), id);
-    this.predicates.delete(id);
-    return this.get(id);
+    const result = await this.db
+      .updateTable('audiences')
+      .set({ name: a.name, description: a.description, conditions: JSON.stringify(a.conditions), updated_at: this.clock() })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    // Deleted through another replica between the two statements.
+    if (result.numUpdatedRows === 0n) throw notFound(`audience "${id}" does not exist`, 'audience_id');
+    const audience = await this.get(id);
+    if (this.predicates.has(id)) this.predicates.set(id, compileConditions(audience.conditions));
+    return audience;
   }
 
-  delete(id: string): void {
-    this.get(id);
-    if (this.inUse().has(id)) throw conflict(`audience "${id}" is used by a deployment; deploy without it first`, 'audience_id');
-    this.db.prepare('DELETE FROM audiences WHERE id = ?').run(id);
+  /**
+   * Deletes an audience that no deployment routes by. The check and the delete share a
+   * transaction that holds the audience's row locked on PostgreSQL; a deployment naming the
+   * audience locks it too (DeploymentStore.launch), so the two take turns.
+   */
+  async delete(id: string): Promise<void> {
+    await this.db.transaction().execute(async (trx: Kysely<ControlPlaneTables>) => {
+      const row = await forUpdate(trx, trx.selectFrom('audiences').select('id').where('id', '=', id)).executeTakeFirst();
+      if (!row) throw notFound(`audience "${id}" does not exist`, 'audience_id');
+      if ((await this.inUse(trx)).has(id)) throw conflict(`audience "${id}" is used by a deployment; deploy without it first`, 'audience_id');
+      await trx.deleteFrom('audiences').where('id', '=', id).execute();
+    });
     this.predicates.delete(id);
   }
 
-  find(id: string): AudienceRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM audiences WHERE id = ?').get(id) as Row | undefined;
+  async find(id: string): Promise<AudienceRecord | undefined> {
+    const row = await this.db.selectFrom('audiences').selectAll().where('id', '=', id).executeTakeFirst();
     return row && toRecord(row);
   }
 
-  get(id: string): AudienceRecord {
-    const audience = this.find(id);
+  async get(id: string): Promise<AudienceRecord> {
+    const audience = await this.find(id);
     if (!audience) throw notFound(`audience "${id}" does not exist`, 'audience_id');
     return audience;
   }
 
-  list(): AudienceRecord[] {
-    return (this.db.prepare('SELECT * FROM audiences ORDER BY created_at, id').all() as Row[]).map(toRecord);
+  async list(): Promise<AudienceRecord[]> {
+    const rows = await this.db.selectFrom('audiences').selectAll().orderBy('created_at').orderBy('id').execute();
+    return rows.map(toRecord);
   }
 
-  /** The compiled predicate of an audience; an unknown audience matches nothing. */
+  /** Reads and compiles the predicates of `ids` (an unknown audience matches nothing), for routing. */
+  async load(ids: Iterable<string>): Promise<void> {
+    const wanted = [...new Set(ids)];
+    if (wanted.length === 0) return;
+    const rows = await this.db.selectFrom('audiences').selectAll().where('id', 'in', wanted).execute();
+    const found = new Map(rows.map((r) => [r.id, compileConditions(toRecord(r).conditions)]));
+    for (const id of wanted) this.predicates.set(id, found.get(id) ?? (() => false));
+  }
+
+  /** The compiled predicate of an audience, from memory; one not loaded matches nothing. */
   predicate(id: string): HeaderPredicate {
-    let test = this.predicates.get(id);
-    if (!test) {
-      const audience = this.find(id);
-      test = audience ? compileConditions(audience.conditions) : () => false;
-      this.predicates.set(id, test);
-    }
-    return test;
+    return this.predicates.get(id) ?? (() => false);
   }
 }

@@ -1,6 +1,11 @@
 // Deployment records: PENDING -> DEPLOYING -> LIVE, or FAILED with the reason. At most one
-// deployment per model is LIVE; the one it replaces becomes SUPERSEDED.
-import type { Db } from '../store/database.js';
+// deployment per model is LIVE; the one it replaces becomes SUPERSEDED. The decisions that read
+// and then write (record a deployment unless one is in progress, make one LIVE unless it was
+// failed meanwhile) run in one transaction with the model's row locked, so that replicas on one
+// PostgreSQL database take turns on a model; on SQLite write transactions never overlap anyway.
+import { sql, type Kysely } from 'kysely';
+import { forUpdate, isPostgres } from '../store/dialect.js';
+import type { ControlPlaneTables, DeploymentsTable } from '../store/schema.js';
 import { notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import type { InstanceType } from '../native/surface.js';
@@ -26,18 +31,26 @@ export interface DeploymentRecord {
   updatedAt: number;
 }
 
-interface Row {
-  id: string;
-  model_id: string;
+type Row = DeploymentsTable;
+
+type Executor = Kysely<ControlPlaneTables>;
+
+/** What a new deployment is decided from: the model's state as its locked transaction sees it. */
+export interface LaunchState {
+  live: DeploymentRecord | undefined;
+  /** The deployment still on its way (PENDING or DEPLOYING), if any. */
+  inProgress: DeploymentRecord | undefined;
+  /** Whether an audience among those named to `launch` exists (their rows are locked too). */
+  audienceExists: (id: string) => boolean;
+}
+
+/** A deployment to record as PENDING. */
+export interface NewDeployment {
   action: DeploymentAction;
-  status: DeploymentStatus;
-  reason: string | null;
-  variation_name: string;
-  build_id: string | null;
-  instance_type: InstanceType | null;
-  traffic: string;
-  created_at: number;
-  updated_at: number;
+  variationName: string;
+  buildId: string | null;
+  instanceType: InstanceType | null;
+  traffic: TrafficConfig;
 }
 
 const toRecord = (r: Row): DeploymentRecord => ({
@@ -56,79 +69,123 @@ const toRecord = (r: Row): DeploymentRecord => ({
 
 export class DeploymentStore {
   constructor(
-    private readonly db: Db,
+    private readonly db: Kysely<ControlPlaneTables>,
     private readonly clock: () => number = Date.now,
   ) {}
 
-  create(
-    modelId: string,
-    action: DeploymentAction,
-    variationName: string,
-    buildId: string | null,
-    instanceType: InstanceType | null,
-    traffic: TrafficConfig,
-  ): DeploymentRecord {
-    const now = this.clock();
-    const id = newId('dep');
-    this.db
-      .prepare(
-        `INSERT INTO deployments (id, model_id, action, status, reason, variation_name, build_id, instance_type, traffic, created_at, updated_at)
-         VALUES (?, ?, ?, 'PENDING', NULL, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(id, modelId, action, variationName, buildId, instanceType, JSON.stringify(traffic), now, now);
-    return this.get(id);
+  /**
+   * Records a PENDING deployment of `modelId` as `decide` makes it from the model's current state,
+   * in one transaction that holds the model's row (and the rows of `audienceIds`) locked on
+   * PostgreSQL: two replicas deploying one model take turns, and the second sees the first's
+   * PENDING deployment; an audience cannot be deleted between the check and the record. `decide`
+   * is synchronous and may throw (a refusal), which records nothing.
+   */
+  async launch(modelId: string, audienceIds: readonly string[], decide: (state: LaunchState) => NewDeployment): Promise<DeploymentRecord> {
+    return this.db.transaction().execute(async (trx: Kysely<ControlPlaneTables>) => {
+      const model = await forUpdate(trx, trx.selectFrom('models').select('id').where('id', '=', modelId)).executeTakeFirst();
+      if (!model) throw notFound(`model "${modelId}" does not exist`, 'model_id');
+      const inProgress = await this.inProgress(modelId, trx);
+      const live = await this.live(modelId, trx);
+      const ids = [...new Set(audienceIds)];
+      const existing =
+        ids.length === 0 ? [] : await forUpdate(trx, trx.selectFrom('audiences').select('id').where('id', 'in', ids).orderBy('id')).execute();
+      const known = new Set(existing.map((a) => a.id));
+      const d = decide({ live, inProgress, audienceExists: (id) => known.has(id) });
+      const now = this.clock();
+      const row: Row = {
+        id: newId('dep'),
+        model_id: modelId,
+        action: d.action,
+        status: 'PENDING',
+        reason: null,
+        variation_name: d.variationName,
+        build_id: d.buildId,
+        instance_type: d.instanceType,
+        traffic: JSON.stringify(d.traffic),
+        created_at: now,
+        updated_at: now,
+      };
+      await trx.insertInto('deployments').values(row).execute();
+      return toRecord(row);
+    });
   }
 
-  get(id: string): DeploymentRecord {
-    const row = this.db.prepare('SELECT * FROM deployments WHERE id = ?').get(id) as Row | undefined;
+  async get(id: string): Promise<DeploymentRecord> {
+    const row = await this.db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) throw notFound(`deployment "${id}" does not exist`, 'deployment_id');
     return toRecord(row);
   }
 
-  list(modelId: string): DeploymentRecord[] {
-    return (this.db.prepare('SELECT * FROM deployments WHERE model_id = ? ORDER BY created_at, rowid').all(modelId) as Row[]).map(toRecord);
+  async list(modelId: string): Promise<DeploymentRecord[]> {
+    const query = this.db.selectFrom('deployments').selectAll().where('model_id', '=', modelId).orderBy('created_at');
+    // In the order recorded: SQLite's rowid; PostgreSQL has none, and the id breaks a tie there.
+    const rows = await (isPostgres(this.db) ? query.orderBy('id') : query.orderBy(sql`rowid`)).execute();
+    return rows.map(toRecord);
   }
 
-  live(modelId: string): DeploymentRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM deployments WHERE model_id = ? AND status = 'LIVE'").get(modelId) as Row | undefined;
+  async live(modelId: string, db: Executor = this.db): Promise<DeploymentRecord | undefined> {
+    const row = await db.selectFrom('deployments').selectAll().where('model_id', '=', modelId).where('status', '=', 'LIVE').executeTakeFirst();
     return row && toRecord(row);
   }
 
   /** The deployment of `modelId` that is still on its way (PENDING or DEPLOYING), if any. */
-  inProgress(modelId: string): DeploymentRecord | undefined {
-    const row = this.db
-      .prepare("SELECT * FROM deployments WHERE model_id = ? AND status IN ('PENDING', 'DEPLOYING')")
-      .get(modelId) as Row | undefined;
+  async inProgress(modelId: string, db: Executor = this.db): Promise<DeploymentRecord | undefined> {
+    const row = await db.selectFrom('deployments').selectAll().where('model_id', '=', modelId).where('status', 'in', ['PENDING', 'DEPLOYING']).executeTakeFirst();
     return row && toRecord(row);
   }
 
-  /** Audience ids that a live or pending deployment routes by. */
-  audiencesInUse(): Set<string> {
-    const rows = this.db.prepare("SELECT traffic FROM deployments WHERE status IN ('LIVE', 'PENDING', 'DEPLOYING')").pluck().all() as string[];
-    return new Set(rows.flatMap((t) => (JSON.parse(t) as TrafficConfig).audiences.map((a) => a.id)));
+  /** Audience ids that a live or pending deployment routes by; `db` may be the caller's transaction. */
+  async audiencesInUse(db: Executor = this.db): Promise<Set<string>> {
+    const rows = await db.selectFrom('deployments').select('traffic').where('status', 'in', ['LIVE', 'PENDING', 'DEPLOYING']).execute();
+    return new Set(rows.flatMap((r) => (JSON.parse(r.traffic) as TrafficConfig).audiences.map((a) => a.id)));
   }
 
-  allLive(): DeploymentRecord[] {
-    return (this.db.prepare("SELECT * FROM deployments WHERE status = 'LIVE' ORDER BY model_id").all() as Row[]).map(toRecord);
+  async allLive(): Promise<DeploymentRecord[]> {
+    const rows = await this.db.selectFrom('deployments').selectAll().where('status', '=', 'LIVE').orderBy('model_id').execute();
+    return rows.map(toRecord);
   }
 
-  setStatus(id: string, status: 'DEPLOYING' | 'FAILED', reason: string | null = null): void {
-    this.db.prepare('UPDATE deployments SET status = ?, reason = ?, updated_at = ? WHERE id = ?').run(status, reason, this.clock(), id);
+  /**
+   * PENDING -> DEPLOYING, or PENDING / DEPLOYING -> FAILED with the reason. False when the
+   * deployment was no longer on its way (another host failed it as interrupted), which is left as
+   * it is.
+   */
+  async setStatus(id: string, status: 'DEPLOYING' | 'FAILED', reason: string | null = null): Promise<boolean> {
+    const from: Array<'PENDING' | 'DEPLOYING'> = status === 'DEPLOYING' ? ['PENDING'] : ['PENDING', 'DEPLOYING'];
+    const result = await this.db
+      .updateTable('deployments')
+      .set({ status, reason, updated_at: this.clock() })
+      .where('id', '=', id)
+      .where('status', 'in', from)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
-  /** Makes `id` the model's LIVE deployment and supersedes the previous one, atomically. */
-  goLive(id: string, modelId: string): void {
+  /**
+   * Makes `id` the model's LIVE deployment and supersedes the previous one, atomically, if it is
+   * still DEPLOYING (with the model's row locked, so the check holds until the commit). False
+   * when it is not: then nothing changes, and the caller must not serve it.
+   */
+  async goLive(id: string, modelId: string): Promise<boolean> {
     const now = this.clock();
-    this.db.transaction(() => {
-      this.db.prepare("UPDATE deployments SET status = 'SUPERSEDED', updated_at = ? WHERE model_id = ? AND status = 'LIVE'").run(now, modelId);
-      this.db.prepare("UPDATE deployments SET status = 'LIVE', reason = NULL, updated_at = ? WHERE id = ?").run(now, id);
-    })();
+    return this.db.transaction().execute(async (trx: Kysely<ControlPlaneTables>) => {
+      await forUpdate(trx, trx.selectFrom('models').select('id').where('id', '=', modelId)).executeTakeFirst();
+      // Its own row too: a host failing it as interrupted (failInterrupted) waits, or wins first.
+      const current = await forUpdate(trx, trx.selectFrom('deployments').select('status').where('id', '=', id).where('model_id', '=', modelId)).executeTakeFirst();
+      if (current?.status !== 'DEPLOYING') return false;
+      await trx.updateTable('deployments').set({ status: 'SUPERSEDED', updated_at: now }).where('model_id', '=', modelId).where('status', '=', 'LIVE').execute();
+      await trx.updateTable('deployments').set({ status: 'LIVE', reason: null, updated_at: now }).where('id', '=', id).execute();
+      return true;
+    });
   }
 
   /** Deployments cut short by a restart cannot resume: their loading state was in memory. */
-  failInterrupted(): number {
-    return this.db
-      .prepare("UPDATE deployments SET status = 'FAILED', reason = 'interrupted by a restart of the host', updated_at = ? WHERE status IN ('PENDING', 'DEPLOYING')")
-      .run(this.clock()).changes;
+  async failInterrupted(): Promise<number> {
+    const result = await this.db
+      .updateTable('deployments')
+      .set({ status: 'FAILED', reason: 'interrupted by a restart of the host', updated_at: this.clock() })
+      .where('status', 'in', ['PENDING', 'DEPLOYING'])
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
   }
 }

@@ -84,7 +84,9 @@ export class PredictService {
   async predict(request: PredictRequest): Promise<PredictAnswer> {
     const started = process.hrtime.bigint();
     const { modelId } = request;
-    const live = this.liveModel(modelId);
+    // The live state is in memory; only a model that is not live here costs a database read,
+    // to say why.
+    const live = this.deps.registry.get(modelId) ?? (await this.notLive(modelId));
     const route = routeRequest(live.traffic, request.variation, request.headers, this.audiencePredicate);
     if (!route) throw unavailable(`model "${modelId}" has no variation to route to`);
     const build = live.variations.get(route.variation);
@@ -97,13 +99,12 @@ export class PredictService {
     return { variation: route.variation, rows: outcome.rows };
   }
 
-  private liveModel(modelId: string): LiveModel {
-    const live = this.deps.registry.get(modelId);
-    if (live) return live;
-    const model = this.deps.models.find(modelId);
+  /** Why a model that is not live in the registry cannot answer: always throws. */
+  private async notLive(modelId: string): Promise<never> {
+    const model = await this.deps.models.find(modelId);
     if (!model) throw notFound(`model "${modelId}" does not exist`, 'model_id');
     if (model.kind !== 'realtime') throw invalidArgument(`model "${modelId}" is a library model; call /v1/${modelId}/chat/completions`, 'model_id');
-    const pending = this.deps.deployments.inProgress(modelId);
+    const pending = await this.deps.deployments.inProgress(modelId);
     if (pending) throw unavailable(`model "${modelId}" is not live yet: deployment ${pending.id} is ${pending.status}`);
     throw unavailable(`model "${modelId}" is not live: no variation is deployed`);
   }

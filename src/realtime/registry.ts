@@ -67,6 +67,11 @@ export class RealtimeRegistry {
     }
   }
 
+  /** Lets go of what `acquire(traffic)` took, when that traffic is not going live after all. */
+  discard(traffic: TrafficConfig): void {
+    for (const [variation, buildId] of Object.entries(traffic.variations)) this.release(loadKey(buildId, instanceTypeOf(traffic, variation)));
+  }
+
   async close(): Promise<void> {
     const all = [...this.loaded.values()];
     this.loaded.clear();
@@ -81,8 +86,8 @@ export class RealtimeRegistry {
       entry.refs++;
       return entry.build;
     }
-    const build = Promise.resolve().then(() => {
-      const prepared = this.builds.prepare(buildId);
+    const build = Promise.resolve().then(async () => {
+      const prepared = await this.builds.prepare(buildId);
       // cuda: float Gemm / MatMul on CUDA device 0 for large batches; throws when unavailable.
       const model = compileTabularModel(prepared.model, { device: instanceType });
       return new LoadedBuild(buildId, instanceType, prepared.schema, model, this.batching, (rows, requests) => this.onBatch?.(buildId, rows, requests));

@@ -5,7 +5,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import { ModelStore } from '../models/store.js';
-import type { Db } from '../store/database.js';
+import type { Kysely } from 'kysely';
+import type { ControlPlaneTables } from '../store/schema.js';
 import { AudienceStore } from './audiences.js';
 import { BuildStore } from './builds.js';
 import { Deployer } from './deployer.js';
@@ -31,7 +32,8 @@ export interface Realtime {
 }
 
 export async function createRealtime(opts: {
-  db: Db;
+  /** The control-plane tables (SQLite or PostgreSQL: src/store/store.ts). */
+  db: Kysely<ControlPlaneTables>;
   config: Config;
   clock: () => number;
   metrics: Registry;
@@ -43,7 +45,7 @@ export async function createRealtime(opts: {
   const models = new ModelStore(db, clock);
   const builds = new BuildStore(db, config.dataDir, clock);
   const deployments = new DeploymentStore(db, clock);
-  const audiences = new AudienceStore(db, () => deployments.audiencesInUse(), clock);
+  const audiences = new AudienceStore(db, (trx) => deployments.audiencesInUse(trx), clock);
   const metrics = createPredictMetrics(opts.metrics);
   const registry = new RealtimeRegistry(builds, config.batching, (buildId, rows) => metrics.batchRows.observe({ build: buildId }, rows));
   const deployer = new Deployer(models, builds, deployments, audiences, registry, opts.log, opts.cudaUnavailable);

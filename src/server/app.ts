@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
-import type { Db } from '../store/database.js';
+import type { Store } from '../store/store.js';
 import { ApiKeyStore } from '../auth/api-keys.js';
 import { FailureLimiter } from '../auth/failure-limiter.js';
 import { resolveTokenSecret } from '../auth/token-secret.js';
@@ -21,6 +21,7 @@ import { tokenRoutes } from './routes/token.js';
 import { validatorCompiler } from '../validation.js';
 import { VectorService } from '../vectors/service.js';
 import { vectorRoutes } from './routes/vectors.js';
+import { vectorsElsewhereRoutes } from './routes/vectors-elsewhere.js';
 import { createRealtime, type Realtime } from '../realtime/service.js';
 import type { EngineInfo } from '../native/surface.js';
 import { cudaUnavailableReason } from '../native/cuda-availability.js';
@@ -33,7 +34,8 @@ import { realtimeRoutes } from './routes/realtime.js';
 
 export interface AppDeps {
   config: Config;
-  db: Db;
+  /** The store of record (SQLite or PostgreSQL); the app does not close it. */
+  store: Store;
   /** What the native engine reports about itself. */
   engineInfo: () => EngineInfo;
   /** Milliseconds since the epoch; tests inject a clock to expire tokens. */
@@ -48,7 +50,8 @@ export interface App {
   keys: ApiKeyStore;
   tokens: TokenIssuer;
   realtime: Realtime;
-  vectors: VectorService;
+  /** None on PostgreSQL: the vector store across replicas comes with its own change. */
+  vectors: VectorService | undefined;
   library: LibraryService;
   /** Marks the app as draining: /readyz answers 503 from then on. */
   beginShutdown(): void;
@@ -68,7 +71,7 @@ const REDACT = [
 ];
 
 export async function buildApp(deps: AppDeps): Promise<App> {
-  const { config, db } = deps;
+  const { config, store } = deps;
   const clock = deps.clock ?? Date.now;
   const logger: FastifyServerOptions['logger'] = {
     level: config.logLevel,
@@ -94,19 +97,19 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (!ready) reply.header('connection', 'close');
   });
 
-  const keys = new ApiKeyStore(db, clock);
+  const keys = new ApiKeyStore(store.db, clock);
   const tokens = new TokenIssuer(resolveTokenSecret(config.dataDir, config.tokenSecret), clock);
   const limiter = new FailureLimiter(config.authFailureLimit, config.authFailureWindowMs, clock);
   const metrics = createMetricsRegistry();
   instrumentRequests(server, metrics);
 
-  const realtime = await createRealtime({ db, config, clock, metrics, log: server.log, cudaUnavailable: () => cudaUnavailableReason() });
+  const realtime = await createRealtime({ db: store.db, config, clock, metrics, log: server.log, cudaUnavailable: () => cudaUnavailableReason() });
   server.addHook('onClose', () => realtime.close());
-  const vectors = new VectorService(db, config.vectors, config.dataDir, server.log, metrics);
-  server.addHook('onClose', () => vectors.close());
-  const library = new LibraryService(db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => cudaUnavailableReason(), engine: config.llm }, server.log, clock);
+  const vectors = store.local ? new VectorService(store.local, config.vectors, config.dataDir, server.log, metrics) : undefined;
+  if (vectors) server.addHook('onClose', () => vectors.close());
+  const library = new LibraryService(store.db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => cudaUnavailableReason(), engine: config.llm }, server.log, clock);
   const llmMetrics = new LlmMetrics(metrics, () => library.liveInstances().map(({ modelId, instance }) => ({ modelId, stats: instance.model.stats() })), clock);
-  library.restore();
+  await library.restore();
   server.addHook('onClose', () => library.close());
 
   // First: the document learns each route as it is registered.
@@ -128,7 +131,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     await api.register(libraryRoutes, { library });
     await api.register(chatRoutes, { library, metrics: llmMetrics });
     await api.register(openAiRootRoutes, { library, metrics: llmMetrics });
-    await api.register(vectorRoutes, { vectors, maxBodyBytes: config.vectors.maxBodyBytes });
+    if (vectors) await api.register(vectorRoutes, { vectors, maxBodyBytes: config.vectors.maxBodyBytes });
+    else await api.register(vectorsElsewhereRoutes);
   });
 
   return {

@@ -45,7 +45,7 @@ export function bearerAuth(tokens: TokenIssuer, keys: ApiKeyStore): onRequestHoo
       }
       throw unauthenticated('access token is invalid', true);
     }
-    if (!keys.isActive(keyId)) throw unauthenticated('the API key behind this token was revoked', true);
+    if (!(await keys.isActive(keyId))) throw unauthenticated('the API key behind this token was revoked', true);
     request.apiKeyId = keyId;
   };
 }

@@ -4,7 +4,7 @@
 // SIGINT drains in-flight requests, closes the database and exits 0.
 import { loadConfig, ConfigError } from '../config.js';
 import { loadAddon, AddonLoadError } from '../native/addon.js';
-import { openDatabase, type Db } from '../store/database.js';
+import { openStore, type Store } from '../store/store.js';
 import { buildApp } from './app.js';
 import { ensureModelsDir } from './models-dir.js';
 import { modelsAtStart, startLine } from './start-line.js';
@@ -31,17 +31,18 @@ async function main(): Promise<void> {
     throw err;
   }
 
-  let db: Db;
+  let store: Store;
   try {
-    db = openDatabase(config.dataDir);
+    store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   } catch (err) {
-    fail(`cannot open the database in DATA_DIR (${config.dataDir}): ${(err as Error).message}`, 1);
+    const where = config.databaseUrl ? 'at DATABASE_URL' : `in DATA_DIR (${config.dataDir})`;
+    fail(`cannot open the database ${where}: ${(err as Error).message}`, 1);
   }
 
   const modelsDirState = ensureModelsDir(config.modelsDir);
   const app = await buildApp({
     config,
-    db,
+    store,
     engineInfo: () => addon.engineInfo(),
   });
   const { server } = app;
@@ -67,7 +68,7 @@ async function main(): Promise<void> {
     }, config.shutdownTimeoutMs);
     timer.unref();
     await server.close();
-    db.close();
+    await store.close();
     server.log.info('stopped');
     process.exit(0);
   };
@@ -78,13 +79,13 @@ async function main(): Promise<void> {
   try {
     url = await server.listen({ host: config.host, port: config.port });
   } catch (err) {
-    db.close();
+    await store.close();
     fail(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, 1);
   }
   // Library models load in the background while the host already serves; the line waits for
   // them so that it says how each one ended.
   await app.library.whenRestored();
-  if (!stopping) process.stderr.write(startLine(url, config.dataDir, config.modelsDir, modelsDirState, modelsAtStart(app)) + '\n');
+  if (!stopping) process.stderr.write(startLine(url, config.dataDir, config.modelsDir, modelsDirState, await modelsAtStart(app), store.dialect === 'postgres' ? store.location : undefined) + '\n');
 }
 
 main().catch((err: unknown) => {

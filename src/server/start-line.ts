@@ -19,13 +19,13 @@ export interface ModelAtStart {
  * library deployment says its failure kind, and `not retried` when this start did not try to load
  * it (a `load_error` or `interrupted` one stays FAILED until it is deployed again).
  */
-export function modelsAtStart(app: Pick<App, 'realtime' | 'library'>): ModelAtStart[] {
+export async function modelsAtStart(app: Pick<App, 'realtime' | 'library'>): Promise<ModelAtStart[]> {
   const realtime: ModelAtStart[] = [];
-  for (const dep of app.realtime.deployments.allLive()) {
+  for (const dep of await app.realtime.deployments.allLive()) {
     if (app.realtime.registry.get(dep.modelId)) realtime.push({ id: dep.modelId, kind: 'realtime', status: 'LIVE' });
     else if (dep.action === 'deploy') realtime.push({ id: dep.modelId, kind: 'realtime', status: 'FAILED' });
   }
-  const library = app.library.list().map((d): ModelAtStart => {
+  const library = (await app.library.list()).map((d): ModelAtStart => {
     if (d.status !== 'FAILED') return { id: d.modelId, kind: 'library', status: d.status };
     const tried = app.library.triedAtStart.has(d.modelId);
     return { id: d.modelId, kind: 'library', status: `FAILED: ${d.failureKind ?? 'load_error'}${tried ? '' : ', not retried'}` };
@@ -33,7 +33,8 @@ export function modelsAtStart(app: Pick<App, 'realtime' | 'library'>): ModelAtSt
   return [...realtime, ...library];
 }
 
-export function startLine(url: string, dataDir: string, modelsDir: string, modelsDirState: ModelsDirState, models: readonly ModelAtStart[]): string {
+/** `database`: where the control plane is when it is not the SQLite file in DATA_DIR (a redacted DATABASE_URL). */
+export function startLine(url: string, dataDir: string, modelsDir: string, modelsDirState: ModelsDirState, models: readonly ModelAtStart[], database?: string): string {
   const dirNote =
     modelsDirState.kind === 'created'
       ? ' (created, mode 0755)'
@@ -44,5 +45,6 @@ export function startLine(url: string, dataDir: string, modelsDir: string, model
     models.length === 0
       ? 'no models yet'
       : `${models.length} model${models.length === 1 ? '' : 's'}: ${models.map((m) => `${m.id} (${m.kind}, ${m.status})`).join(', ')}`;
-  return `platform: listening on ${url}; DATA_DIR ${dataDir}; MODELS_DIR ${modelsDir}${dirNote}; ${listed}`;
+  const db = database === undefined ? '' : `; DATABASE_URL ${database}`;
+  return `platform: listening on ${url}; DATA_DIR ${dataDir}${db}; MODELS_DIR ${modelsDir}${dirNote}; ${listed}`;
 }

@@ -246,4 +246,30 @@ export const migrations: readonly Migration[] = [
         WHERE status = 'FAILED';
     `,
   },
+  {
+    version: 8,
+    name: 'build_blobs',
+    sql: `
+      -- The bytes of uploaded builds, content-addressed (one row per distinct file), for replicas
+      -- that share a PostgreSQL database and so no DATA_DIR. The embedded store keeps its builds as
+      -- files in DATA_DIR (builds.file), so here the table stays empty: it exists so that both
+      -- engines have the same tables, as the typed schema (schema.ts) and
+      -- test/store-postgres.test.ts expect.
+      CREATE TABLE build_blobs (
+        sha256     TEXT PRIMARY KEY,             -- hex, as builds.sha256
+        bytes      BLOB NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+      ) STRICT;
+    `,
+    postgres: `
+      -- Each replica caches the bytes in its DATA_DIR (builds.file), checked against the sha256.
+      CREATE TABLE build_blobs (
+        sha256     TEXT PRIMARY KEY,
+        bytes      BYTEA NOT NULL,
+        size_bytes BIGINT NOT NULL,
+        created_at BIGINT NOT NULL
+      );
+    `,
+  },
 ];

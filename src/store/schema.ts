@@ -38,6 +38,17 @@ export interface BuildsTable {
   created_at: number;
 }
 
+/**
+ * The bytes of uploaded builds by their sha256, stored once however many builds share them. Used
+ * on PostgreSQL, where replicas share no DATA_DIR; empty on SQLite, whose builds are files.
+ */
+export interface BuildBlobsTable {
+  sha256: string;
+  bytes: Buffer;
+  size_bytes: number;
+  created_at: number;
+}
+
 export interface DeploymentsTable {
   id: string;
   model_id: string;
@@ -89,6 +100,7 @@ export interface ControlPlaneTables {
   api_keys: ApiKeysTable;
   models: ModelsTable;
   builds: BuildsTable;
+  build_blobs: BuildBlobsTable;
   deployments: DeploymentsTable;
   audiences: AudiencesTable;
   library_deployments: LibraryDeploymentsTable;

@@ -5,12 +5,15 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { loadAddon } from '../../src/native/addon.js';
 import { buildApp, type App } from '../../src/server/app.js';
-import { openDatabase, type Db } from '../../src/store/database.js';
+import type { Db } from '../../src/store/database.js';
+import { openStore, type Store } from '../../src/store/store.js';
 import { apiClient, type Api } from './api.js';
 import { tempDir } from './paths.js';
 
 export interface TestHost {
   app: App;
+  store: Store;
+  /** The embedded SQLite file, for tests that look inside it (SQLite hosts only). */
   db: Db;
   config: Config;
   url: string;
@@ -23,7 +26,8 @@ export interface TestHost {
 export async function startInProcessHost(env: Record<string, string> = {}): Promise<TestHost> {
   const dataDir = tempDir();
   const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...env });
-  const db = openDatabase(config.dataDir);
+  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  const db = store.local!;
   let offset = 0;
   const clock = () => Date.now() + offset;
   const logs: string[] = [];
@@ -36,13 +40,14 @@ export async function startInProcessHost(env: Record<string, string> = {}): Prom
   const addon = loadAddon();
   const app = await buildApp({
     config,
-    db,
+    store,
     clock,
     logStream,
     engineInfo: () => addon.engineInfo(),
   });
   return {
     app,
+    store,
     db,
     config,
     logs,
@@ -52,7 +57,7 @@ export async function startInProcessHost(env: Record<string, string> = {}): Prom
     },
     async close() {
       await app.server.close();
-      db.close();
+      await store.close();
     },
   };
 }
@@ -65,7 +70,7 @@ export async function listen(host: TestHost): Promise<TestHost> {
 }
 
 export async function tokenFor(host: TestHost, name = 'test'): Promise<{ key: string; keyId: string; token: string }> {
-  const created = host.app.keys.create(name);
+  const created = await host.app.keys.create(name);
   const res = await fetch(`${host.url}/api/v1/authentication/platform-api-key`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

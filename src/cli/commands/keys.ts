@@ -1,45 +1,59 @@
-// platform keys create | list | revoke: local administration on DATA_DIR, no running host needed.
-// The host reads the same database, so a new key works at once and a revoked one stops at once.
+// platform keys create | list | revoke: local administration on the store, no running host needed:
+// the SQLite file in DATA_DIR, or the PostgreSQL database at DATABASE_URL when that is set. The
+// host reads the same database, so a new key works at once and a revoked one stops at once.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ApiKeyStore } from '../../auth/api-keys.js';
-import { DATABASE_FILE, openDatabase, type Db } from '../../store/database.js';
+import { DATABASE_FILE } from '../../store/database.js';
+import { openStore, redactedUrl, type Store } from '../../store/store.js';
 import { CliError, usageError } from '../errors.js';
 import { formatTable, isoTime } from '../table.js';
 
 const dataDir = () => path.resolve(process.env.DATA_DIR?.trim() || './data');
 
+/** DATABASE_URL when set: the keys are then in PostgreSQL, and DATA_DIR plays no part. */
+function databaseUrl(): string | undefined {
+  const url = process.env.DATABASE_URL?.trim() || undefined;
+  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
+    throw usageError('DATABASE_URL must be a PostgreSQL URL (postgres://user:password@host:5432/database)');
+  }
+  return url;
+}
+
 /** Whether DATA_DIR holds a store yet: a typo in DATA_DIR must not pass unnoticed. */
 const storeExists = (dir: string) => fs.existsSync(path.join(dir, DATABASE_FILE));
 
-function withStore<T>(dir: string, fn: (keys: ApiKeyStore) => T): T {
-  let db: Db;
+async function withStore<T>(dir: string, url: string | undefined, fn: (keys: ApiKeyStore) => Promise<T>): Promise<T> {
+  let store: Store;
   try {
-    db = openDatabase(dir);
+    store = await openStore({ dataDir: dir, databaseUrl: url });
   } catch (err) {
-    throw new CliError(`cannot open the database in DATA_DIR (${dir}): ${(err as Error).message}`);
+    // Never the URL itself: it may carry a password.
+    const where = url === undefined ? `in DATA_DIR (${dir})` : `at DATABASE_URL (${redactedUrl(url)})`;
+    throw new CliError(`cannot open the database ${where}: ${(err as Error).message}`);
   }
   try {
-    return fn(new ApiKeyStore(db));
+    return await fn(new ApiKeyStore(store.db));
   } finally {
-    db.close();
+    await store.close();
   }
 }
 
 export function registerKeyCommands(program: Command): void {
-  const keys = program.command('keys').description('manage API keys (works on DATA_DIR directly)');
+  const keys = program.command('keys').description('manage API keys (works on the store directly: DATA_DIR, or DATABASE_URL when set)');
 
   keys
     .command('create')
     .description('create an API key and print it, once, alone on stdout')
     .option('--name <name>', 'a label for the key', 'default')
-    .action((opts: { name: string }) => {
+    .action(async (opts: { name: string }) => {
       if (opts.name.length === 0 || opts.name.length > 128) throw usageError('--name must have 1 to 128 characters');
       const dir = dataDir();
-      // On stderr: stdout carries the key alone.
-      if (!storeExists(dir)) process.stderr.write(`no store in DATA_DIR (${dir}) yet: creating a new one there\n`);
-      const created = withStore(dir, (store) => store.create(opts.name));
+      const url = databaseUrl();
+      // On stderr: stdout carries the key alone. On PostgreSQL the migrations make the tables.
+      if (url === undefined && !storeExists(dir)) process.stderr.write(`no store in DATA_DIR (${dir}) yet: creating a new one there\n`);
+      const created = await withStore(dir, url, (store) => store.create(opts.name));
       process.stdout.write(`${created.key}\n`);
       process.stderr.write(`created API key ${created.id} (${created.name}); it is not shown again\n`);
     });
@@ -48,11 +62,13 @@ export function registerKeyCommands(program: Command): void {
     .command('list')
     .description('list API keys (ids and names, never secrets)')
     .option('--json', 'print JSON')
-    .action((opts: { json?: boolean }) => {
+    .action(async (opts: { json?: boolean }) => {
       const dir = dataDir();
-      // Listing creates nothing: an empty list from a mistyped DATA_DIR says so.
-      if (!storeExists(dir)) process.stderr.write(`no store in DATA_DIR (${dir}) yet, so no keys\n`);
-      const list = storeExists(dir) ? withStore(dir, (store) => store.list()) : [];
+      const url = databaseUrl();
+      // Listing creates nothing in DATA_DIR: an empty list from a mistyped DATA_DIR says so.
+      const local = url === undefined;
+      if (local && !storeExists(dir)) process.stderr.write(`no store in DATA_DIR (${dir}) yet, so no keys\n`);
+      const list = !local || storeExists(dir) ? await withStore(dir, url, (store) => store.list()) : [];
       if (opts.json) {
         process.stdout.write(JSON.stringify(list, null, 2) + '\n');
         return;
@@ -65,10 +81,11 @@ export function registerKeyCommands(program: Command): void {
     .command('revoke')
     .description('revoke an API key; tokens issued for it stop working at once')
     .argument('<key-id>', 'the id shown by "platform keys list"')
-    .action((id: string) => {
+    .action(async (id: string) => {
       const dir = dataDir();
-      if (!storeExists(dir)) throw new CliError(`no API key with id "${id}": there is no store in DATA_DIR (${dir}) yet`);
-      const found = withStore(dir, (store) => store.revoke(id));
+      const url = databaseUrl();
+      if (url === undefined && !storeExists(dir)) throw new CliError(`no API key with id "${id}": there is no store in DATA_DIR (${dir}) yet`);
+      const found = await withStore(dir, url, (store) => store.revoke(id));
       if (!found) throw new CliError(`no API key with id "${id}"`);
       process.stdout.write(`revoked ${id}\n`);
     });

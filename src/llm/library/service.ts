@@ -4,8 +4,10 @@
 // ready, and unloads the first once its requests have finished; undeploying frees the memory.
 import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../../store/database.js';
-import { conflict, invalidArgument, notFound, unavailable } from '../../errors.js';
+import type { Kysely, Selectable } from 'kysely';
+import { forUpdate, isUniqueViolation } from '../../store/dialect.js';
+import type { ControlPlaneTables, LibraryDeploymentsTable } from '../../store/schema.js';
+import { conflict, invalidArgument, notFound, unavailable, type ApiError } from '../../errors.js';
 import type { ModelStore } from '../../models/store.js';
 import { LIBRARY_PROJECT } from '../../models/names.js';
 import { findInCatalog, listCatalog } from './catalog.js';
@@ -37,20 +39,7 @@ export interface LibraryDeployment {
   updatedAt: number;
 }
 
-interface Row {
-  model_id: string;
-  name: string;
-  file: string;
-  license: string | null;
-  license_link: string | null;
-  instance_type: InstanceType;
-  threads: number | null;
-  status: LibraryStatus;
-  reason: string | null;
-  failure_kind: LibraryFailureKind | null;
-  created_at: number;
-  updated_at: number;
-}
+type Row = Selectable<LibraryDeploymentsTable>;
 
 const toRecord = (r: Row): LibraryDeployment => ({
   modelId: r.model_id,
@@ -78,9 +67,14 @@ export interface LibraryOptions {
 export class LibraryService {
   private readonly live = new Map<string, LlmInstance>();
   private readonly loading = new Set<Promise<void>>();
+  /**
+   * How many times each model id was undeployed by this host: a load that started before an
+   * undeploy sees the count change and unloads what it loaded instead of making it live.
+   */
+  private readonly undeploys = new Map<string, number>();
 
   constructor(
-    private readonly db: Db,
+    private readonly db: Kysely<ControlPlaneTables>,
     private readonly models: ModelStore,
     private readonly options: LibraryOptions,
     private readonly log: FastifyBaseLogger,
@@ -91,17 +85,18 @@ export class LibraryService {
     return listCatalog(this.options.modelsDir);
   }
 
-  list(): LibraryDeployment[] {
-    return (this.db.prepare('SELECT * FROM library_deployments ORDER BY created_at').all() as Row[]).map(toRecord);
+  async list(): Promise<LibraryDeployment[]> {
+    const rows = await this.db.selectFrom('library_deployments').selectAll().orderBy('created_at').execute();
+    return rows.map(toRecord);
   }
 
-  find(modelId: string): LibraryDeployment | undefined {
-    const row = this.db.prepare('SELECT * FROM library_deployments WHERE model_id = ?').get(modelId) as Row | undefined;
+  async find(modelId: string): Promise<LibraryDeployment | undefined> {
+    const row = await this.db.selectFrom('library_deployments').selectAll().where('model_id', '=', modelId).executeTakeFirst();
     return row && toRecord(row);
   }
 
-  get(modelId: string): LibraryDeployment {
-    const dep = this.find(modelId);
+  async get(modelId: string): Promise<LibraryDeployment> {
+    const dep = await this.find(modelId);
     if (!dep) throw notFound(`library model "${modelId}" is not deployed`, 'model_id');
     return dep;
   }
@@ -111,22 +106,46 @@ export class LibraryService {
    * the field that named it (`model_id` in a URL, `model` in a body). A realtime model is a 400
    * that says where to send it; an unknown one is a 404.
    */
-  resolve(modelId: string, param: string): LibraryDeployment {
-    const dep = this.find(modelId);
+  async resolve(modelId: string, param: string): Promise<LibraryDeployment> {
+    const dep = await this.find(modelId);
     if (dep) return dep;
-    if (this.models.find(modelId)?.kind === 'realtime') throw invalidArgument(`model "${modelId}" is a realtime model; call /v1/${modelId}/predict`, param);
+    if ((await this.models.find(modelId))?.kind === 'realtime') throw invalidArgument(`model "${modelId}" is a realtime model; call /v1/${modelId}/predict`, param);
     throw notFound(`model "${modelId}" does not exist; GET /v1/models lists the models served here`, param);
   }
 
   /**
-   * The instance serving `modelId`: as `resolve` when it is not a library model, 503 while it loads
-   * or after it failed. The 503 goes to inference callers, so it names no path and gives no
-   * operator instructions: the reason is in the deployment status (GET /api/v1/library/deployments/<id>).
+   * `resolve` on the request path: a model live on this host is a library model, known from memory
+   * without reading the database; any other gets resolve's 404 or 400.
    */
-  instance(modelId: string, param = 'model_id'): LlmInstance {
+  async checkModel(modelId: string, param: string): Promise<void> {
+    if (this.live.has(modelId)) return;
+    await this.resolve(modelId, param);
+  }
+
+  /**
+   * The instance serving `modelId` on this host, from memory only, so that a request takes it and
+   * starts its generation with no await between (src/llm/chat/serve.ts). Callers first ask
+   * `serving`, which says why a model is not live; this one answers a plain 503 for a model that
+   * stopped being live in between (undeployed meanwhile).
+   */
+  instance(modelId: string): LlmInstance {
     const instance = this.live.get(modelId);
     if (instance) return instance;
-    const dep = this.resolve(modelId, param);
+    throw unavailable(`model "${modelId}" is not live; retry when it is LIVE`);
+  }
+
+  /**
+   * The instance serving `modelId`: from memory when it is live here; otherwise the database says
+   * why not: as `resolve` when it is not a library model, 503 while it loads or after it failed.
+   * The 503 goes to inference callers, so it names no path and gives no operator instructions:
+   * the reason is in the deployment status (GET /api/v1/library/deployments/<id>).
+   */
+  async serving(modelId: string, param = 'model_id'): Promise<LlmInstance> {
+    const instance = this.live.get(modelId);
+    if (instance) return instance;
+    const dep = await this.resolve(modelId, param);
+    const loaded = this.live.get(modelId); // went live while the database answered
+    if (loaded) return loaded;
     if (dep.status === 'FAILED') {
       throw unavailable(`model "${modelId}" failed to load; its deployment status (GET /api/v1/library/deployments/${modelId}) says why`);
     }
@@ -141,24 +160,49 @@ export class LibraryService {
     this.checkInstanceType(instanceType);
     const entry = await findInCatalog(this.options.modelsDir, nameOrFile);
     if (!entry) throw notFound(`no GGUF file or model named "${nameOrFile}" in MODELS_DIR; see "platform library list"`, 'name');
-    if (this.models.find(modelId)) throw conflict(`model "${modelId}" already exists`, 'model_id');
-    const taken = this.db.prepare('SELECT model_id FROM library_deployments WHERE name = ?').pluck().get(entry.name) as string | undefined;
-    if (taken) throw conflict(`"${entry.name}" is already deployed as model "${taken}"`, 'name');
     const now = this.clock();
-    this.db.transaction(() => {
-      this.models.create(modelId, LIBRARY_PROJECT, `${entry.name} (${entry.file})`, 'library');
-      this.db
-        .prepare(
-          `INSERT INTO library_deployments (model_id, name, file, license, license_link, instance_type, threads, status, reason, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', NULL, ?, ?)`,
-        )
-        .run(modelId, entry.name, entry.file, entry.license, entry.licenseLink, instanceType, threads, now, now);
-    })();
+    const row: Row = {
+      model_id: modelId,
+      name: entry.name,
+      file: entry.file,
+      license: entry.license,
+      license_link: entry.licenseLink,
+      instance_type: instanceType,
+      threads,
+      status: 'PENDING',
+      reason: null,
+      failure_kind: null,
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        // Nothing to lock while the model and the name are free: their unique keys decide between
+        // two replicas deploying at once, and the loser's unique violation is answered below.
+        const conflictNow = await this.deployConflict(trx, modelId, entry.name);
+        if (conflictNow) throw conflictNow;
+        // The model record, on this transaction, so that it commits with the deployment or not at all.
+        await this.models.create(modelId, LIBRARY_PROJECT, `${entry.name} (${entry.file})`, 'library', trx);
+        await trx.insertInto('library_deployments').values(row).execute();
+      });
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      // Another deploy (here or on another replica) took the model id or the name first.
+      throw (await this.deployConflict(this.db, modelId, entry.name)) ?? conflict(`model "${modelId}" or "${entry.name}" was deployed at the same time; try again`, 'model_id');
+    }
     this.startLoad(modelId);
-    return this.get(modelId);
+    return toRecord(row);
   }
 
-  /** Instance changes in flight, and the last failed one's reason, per model. */
+  /** Why `modelId` cannot be deployed from the file named `name`: its id or the file is taken. */
+  private async deployConflict(db: Kysely<ControlPlaneTables>, modelId: string, name: string): Promise<ApiError | undefined> {
+    if (await db.selectFrom('models').select('id').where('id', '=', modelId).executeTakeFirst()) return conflict(`model "${modelId}" already exists`, 'model_id');
+    const taken = await db.selectFrom('library_deployments').select('model_id').where('name', '=', name).executeTakeFirst();
+    if (taken) return conflict(`"${name}" is already deployed as model "${taken.model_id}"`, 'name');
+    return undefined;
+  }
+
+  /** Instance changes in flight, and the last failed one's reason, per model (this host's instances). */
   readonly pendingInstance = new Map<string, InstanceType>();
   readonly instanceErrors = new Map<string, string>();
 
@@ -167,27 +211,39 @@ export class LibraryService {
    * loads in the background and takes new requests once ready; the old one finishes its own
    * requests and is then unloaded. Refuses at once what cannot work (no GPU, not LIVE, busy).
    */
-  changeInstance(modelId: string, instanceType: InstanceType, threads: number | null): LibraryDeployment {
+  async changeInstance(modelId: string, instanceType: InstanceType, threads: number | null): Promise<LibraryDeployment> {
     this.checkInstanceType(instanceType);
-    const dep = this.get(modelId);
+    const dep = await this.get(modelId);
     if (dep.status !== 'LIVE') throw conflict(`model "${modelId}" is ${dep.status}; change its instance type once it is LIVE`, 'model_id');
+    // From here to the set, no await: two changes of one model cannot both pass.
     const busy = this.pendingInstance.get(modelId);
     if (busy) throw conflict(`model "${modelId}" is already switching to ${busy}`, 'model_id');
     this.pendingInstance.set(modelId, instanceType);
     this.instanceErrors.delete(modelId);
+    const undeploys = this.undeployCount(modelId);
     const task = (async () => {
+      let next: LlmInstance | undefined;
       try {
-        const next = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType, threads, ...this.options.engine });
-        if (!this.find(modelId)) {
-          await next.unload();
+        next = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType, threads, ...this.options.engine });
+        const updated = await this.db
+          .updateTable('library_deployments')
+          .set({ instance_type: instanceType, threads, updated_at: this.clock() })
+          .where('model_id', '=', modelId)
+          .executeTakeFirst();
+        // Undeployed while loading (no row left, or undeployed here): free the new instance.
+        if (Number(updated.numUpdatedRows) === 0 || this.undeployCount(modelId) !== undeploys) {
+          const unused = next;
+          next = undefined;
+          await unused.unload();
           return;
         }
         const previous = this.live.get(modelId);
         this.live.set(modelId, next);
-        this.db.prepare('UPDATE library_deployments SET instance_type = ?, threads = ?, updated_at = ? WHERE model_id = ?').run(instanceType, threads, this.clock(), modelId);
+        next = undefined;
         this.log.info({ modelId, instanceType, threads }, 'library model switched instance');
         if (previous) await this.retire(previous);
       } catch (err) {
+        if (next) await next.unload().catch(() => undefined);
         this.instanceErrors.set(modelId, (err as Error).message);
         this.log.warn({ modelId, reason: (err as Error).message }, 'instance change failed');
       } finally {
@@ -200,13 +256,19 @@ export class LibraryService {
   }
 
   async undeploy(modelId: string): Promise<void> {
-    this.get(modelId);
+    const removed = await this.db.transaction().execute(async (trx) => {
+      // Locked, so that two undeploys of one model (on two replicas) take turns: one 204, one 404.
+      const tx: Kysely<ControlPlaneTables> = trx;
+      const row = await forUpdate(tx, tx.selectFrom('library_deployments').select('model_id').where('model_id', '=', modelId)).executeTakeFirst();
+      if (!row) return false;
+      await trx.deleteFrom('library_deployments').where('model_id', '=', modelId).execute();
+      await trx.deleteFrom('models').where('id', '=', modelId).execute();
+      return true;
+    });
+    if (!removed) throw notFound(`library model "${modelId}" is not deployed`, 'model_id');
+    this.undeploys.set(modelId, this.undeployCount(modelId) + 1);
     const instance = this.live.get(modelId);
     this.live.delete(modelId);
-    this.db.transaction(() => {
-      this.db.prepare('DELETE FROM library_deployments WHERE model_id = ?').run(modelId);
-      this.db.prepare('DELETE FROM models WHERE id = ?').run(modelId);
-    })();
     if (instance) await instance.unload();
   }
 
@@ -214,15 +276,17 @@ export class LibraryService {
    * Reloads every LIVE deployment after a restart, in the background (503 until loaded), and
    * tries once more each FAILED one whose file was missing: if the file is back it goes LIVE,
    * otherwise it is FAILED again with the same reason. One try per start, so nothing spins.
+   * Resolves once the records are settled and the loads have started (`whenRestored` waits for
+   * the loads).
    */
-  restore(): void {
-    this.db
-      .prepare(
-        "UPDATE library_deployments SET status = 'FAILED', reason = 'interrupted by a restart of the host', failure_kind = 'interrupted' WHERE status IN ('PENDING', 'DEPLOYING')",
-      )
-      .run();
+  async restore(): Promise<void> {
+    await this.db
+      .updateTable('library_deployments')
+      .set({ status: 'FAILED', reason: 'interrupted by a restart of the host', failure_kind: 'interrupted' })
+      .where('status', 'in', ['PENDING', 'DEPLOYING'])
+      .execute();
     const tasks: Promise<void>[] = [];
-    for (const dep of this.list()) {
+    for (const dep of await this.list()) {
       if (dep.status === 'LIVE') tasks.push(this.startLoad(dep.modelId));
       else if (dep.status === 'FAILED' && dep.failureKind === 'missing_file') {
         this.log.info({ modelId: dep.modelId, file: dep.file }, 'library model failed for a missing file: trying again');
@@ -261,10 +325,18 @@ export class LibraryService {
     }
   }
 
-  private setStatus(modelId: string, status: LibraryStatus, failure: { kind: LibraryFailureKind; reason: string } | null = null): void {
-    this.db
-      .prepare('UPDATE library_deployments SET status = ?, reason = ?, failure_kind = ?, updated_at = ? WHERE model_id = ?')
-      .run(status, failure?.reason ?? null, failure?.kind ?? null, this.clock(), modelId);
+  private undeployCount(modelId: string): number {
+    return this.undeploys.get(modelId) ?? 0;
+  }
+
+  /** Records a status; false when the deployment is gone (undeployed meanwhile). */
+  private async setStatus(modelId: string, status: LibraryStatus, failure: { kind: LibraryFailureKind; reason: string } | null = null): Promise<boolean> {
+    const result = await this.db
+      .updateTable('library_deployments')
+      .set({ status, reason: failure?.reason ?? null, failure_kind: failure?.kind ?? null, updated_at: this.clock() })
+      .where('model_id', '=', modelId)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   }
 
   /** A load failure as the deployment records it. */
@@ -279,23 +351,32 @@ export class LibraryService {
   }
 
   private startLoad(modelId: string): Promise<void> {
+    const undeploys = this.undeployCount(modelId);
     const task = (async () => {
       await new Promise((resolve) => setImmediate(resolve));
-      const dep = this.find(modelId);
+      const dep = await this.find(modelId);
       if (!dep) return;
-      this.setStatus(modelId, 'DEPLOYING');
+      let instance: LlmInstance | undefined;
       try {
-        const instance = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType: dep.instanceType, threads: dep.threads, ...this.options.engine });
-        if (!this.find(modelId)) {
-          await instance.unload(); // undeployed while loading
+        await this.setStatus(modelId, 'DEPLOYING');
+        instance = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType: dep.instanceType, threads: dep.threads, ...this.options.engine });
+        const recorded = await this.setStatus(modelId, 'LIVE');
+        // Undeployed while loading (no row left, or undeployed here): free what was loaded. Checked
+        // and set with no await between, so an undeploy on this host either comes first (and is
+        // seen here) or finds the instance live and unloads it.
+        if (!recorded || this.undeployCount(modelId) !== undeploys) {
+          const unused = instance;
+          instance = undefined;
+          await unused.unload();
           return;
         }
         this.live.set(modelId, instance);
-        this.setStatus(modelId, 'LIVE');
+        instance = undefined;
         this.log.info({ modelId, file: dep.file }, 'library model live');
       } catch (err) {
+        if (instance) await instance.unload().catch(() => undefined);
         const failure = this.failureOf(err, dep.file);
-        this.setStatus(modelId, 'FAILED', failure);
+        await this.setStatus(modelId, 'FAILED', failure).catch((e: unknown) => this.log.error({ modelId, err: e }, 'cannot record a library load failure'));
         this.log.warn({ modelId, failureKind: failure.kind, reason: failure.reason }, 'library model failed to load');
       }
     })();

@@ -77,20 +77,20 @@ export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = 
     { schema: { summary: 'Create audiences from an audience file (all or none)', body: fileSchema, response: responses({ 201: listOf('audiences', audienceSchema) }) } },
     async (request, reply) => {
       reply.code(201);
-      return { audiences: audiences.createMany(request.body.spec.audiences).map(audienceJson) };
+      return { audiences: (await audiences.createMany(request.body.spec.audiences)).map(audienceJson) };
     },
   );
 
   app.get(
     '/api/v1/audiences',
     { schema: { summary: 'List the audiences', response: responses({ 200: listOf('audiences', audienceSchema) }) } },
-    async () => ({ audiences: audiences.list().map(audienceJson) }),
+    async () => ({ audiences: (await audiences.list()).map(audienceJson) }),
   );
 
   app.get<{ Params: { audience_id: string } }>(
     '/api/v1/audiences/:audience_id',
     { schema: { summary: 'Get one audience', params: idParams, response: responses({ 200: audienceSchema }) } },
-    async (request) => audienceJson(audiences.get(request.params.audience_id)),
+    async (request) => audienceJson(await audiences.get(request.params.audience_id)),
   );
 
   app.put<{ Params: { audience_id: string }; Body: AudienceFile }>(
@@ -99,7 +99,7 @@ export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = 
     async (request) => {
       const list = request.body.spec.audiences;
       if (list.length !== 1) throw invalidArgument(`an update takes exactly one audience; the file has ${list.length}`, 'spec.audiences');
-      return audienceJson(audiences.update(request.params.audience_id, list[0]!));
+      return audienceJson(await audiences.update(request.params.audience_id, list[0]!));
     },
   );
 
@@ -107,7 +107,7 @@ export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = 
     '/api/v1/audiences/:audience_id',
     { schema: { summary: 'Delete an audience that no deployment routes by', params: idParams, response: responses({ 204: { type: 'null' } }) } },
     async (request, reply) => {
-      audiences.delete(request.params.audience_id);
+      await audiences.delete(request.params.audience_id);
       reply.code(204);
       return null;
     },

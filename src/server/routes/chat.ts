@@ -66,7 +66,7 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, serv
       },
     },
     // The same rule as GET /v1/models/<model>: only a live model is listed.
-    async (request) => ({ object: 'list', data: [liveModelCard(library, request.params.model_id, 'model_id')] }),
+    async (request) => ({ object: 'list', data: [await liveModelCard(library, request.params.model_id, 'model_id')] }),
   );
 
   app.post<{ Params: { model_id: string }; Body: { text: string; add_special?: boolean; parse_special?: boolean } }>(
@@ -80,7 +80,7 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, serv
       },
     },
     async (request) => {
-      const { tokenizer } = library.instance(request.params.model_id);
+      const { tokenizer } = await library.serving(request.params.model_id);
       return { tokens: tokenizer.encode(request.body.text, { addSpecial: request.body.add_special ?? true, parseSpecial: request.body.parse_special ?? false }) };
     },
   );
@@ -96,7 +96,7 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, serv
       },
     },
     async (request) => {
-      const { tokenizer } = library.instance(request.params.model_id);
+      const { tokenizer } = await library.serving(request.params.model_id);
       const bad = request.body.tokens.findIndex((t) => t >= tokenizer.vocabSize);
       if (bad !== -1) throw invalidArgument(`tokens[${bad}] is ${request.body.tokens[bad]}, beyond the vocabulary of ${tokenizer.vocabSize}`, `tokens[${bad}]`);
       return { text: tokenizer.decode(request.body.tokens) };

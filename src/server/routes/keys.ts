@@ -1,5 +1,5 @@
 // GET /api/v1/keys: the API keys (ids and names, never secrets), for the console and audits.
-// Creating and revoking keys is local administration on DATA_DIR (platform keys ...).
+// Creating and revoking keys is local administration on the store (platform keys ...).
 import type { FastifyPluginAsync } from 'fastify';
 import type { ApiKeyStore } from '../../auth/api-keys.js';
 import { listOf, responses } from '../schemas.js';
@@ -20,6 +20,6 @@ export const keysRoutes: FastifyPluginAsync<{ keys: ApiKeyStore }> = async (app,
   app.get(
     '/api/v1/keys',
     { schema: { summary: 'List the API keys (ids and names, never secrets)', response: responses({ 200: listOf('keys', keySchema) }) } },
-    async () => ({ keys: keys.list() }),
+    async () => ({ keys: await keys.list() }),
   );
 };

@@ -113,7 +113,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
   app.get(
     '/api/v1/library/deployments',
     { schema: { summary: 'List the library deployments', response: responses({ 200: listOf('deployments', deploymentSchema) }) } },
-    async () => ({ deployments: library.list().map(json) }),
+    async () => ({ deployments: (await library.list()).map(json) }),
   );
 
   app.post<{ Body: { name: string; model_id: string; instance_type?: InstanceType; threads?: number } }>(
@@ -140,7 +140,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
   app.get<{ Params: { model_id: string } }>(
     '/api/v1/library/deployments/:model_id',
     { schema: { summary: 'Get one library deployment and its status', params: modelParams, response: responses({ 200: deploymentSchema }) } },
-    async (request) => json(library.get(request.params.model_id)),
+    async (request) => json(await library.get(request.params.model_id)),
   );
 
   app.put<{ Params: { model_id: string }; Body: { instance_type: InstanceType; threads?: number } }>(
@@ -154,7 +154,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
       },
     },
     async (request, reply) => {
-      const dep = library.changeInstance(request.params.model_id, request.body.instance_type, request.body.threads ?? null);
+      const dep = await library.changeInstance(request.params.model_id, request.body.instance_type, request.body.threads ?? null);
       reply.code(202);
       return json(dep);
     },

@@ -212,7 +212,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     async (request, reply) => {
       const { model_id, project = DEFAULT_PROJECT, description = '' } = request.body;
       reply.code(201);
-      return modelJson(models.create(model_id, project, description));
+      return modelJson(await models.create(model_id, project, description));
     },
   );
 
@@ -225,7 +225,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
         response: responses({ 200: listOf('models', modelSchema) }),
       },
     },
-    async (request) => ({ models: models.list(request.query.project).map(modelJson) }),
+    async (request) => ({ models: (await models.list(request.query.project)).map(modelJson) }),
   );
 
   app.get<{ Params: { model_id: string } }>(
@@ -248,9 +248,8 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       },
     },
     async (request) => {
-      const model = models.get(request.params.model_id);
-      const live = deployments.live(model.id);
-      const busy = deployments.inProgress(model.id);
+      const model = await models.get(request.params.model_id);
+      const [live, busy] = await Promise.all([deployments.live(model.id), deployments.inProgress(model.id)]);
       return { model: modelJson(model), live_deployment: live ? deploymentJson(live) : null, deployment_in_progress: busy ? deploymentJson(busy) : null };
     },
   );
@@ -277,14 +276,14 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
         },
       },
       async (request, reply) => {
-        const model = models.get(request.params.model_id);
+        const model = await models.get(request.params.model_id);
         if (model.kind !== 'realtime') throw invalidArgument(`model "${model.id}" is a library model; it takes no builds`, 'model_id');
         if (!Buffer.isBuffer(request.body) || request.body.length === 0) {
           throw invalidArgument('the request body must be the ONNX file, sent as application/octet-stream', 'file');
         }
         const featureNames = nameList(request.query.feature_names, 'feature_names');
         const outputNames = nameList(request.query.output_names, 'output_names');
-        const build = builds.create(model.id, request.body, { featureNames, outputNames });
+        const build = await builds.create(model.id, request.body, { featureNames, outputNames });
         request.log.info({ modelId: model.id, buildId: build.id, bytes: build.sizeBytes }, 'build stored');
         reply.code(201);
         return buildJson(build);
@@ -302,8 +301,8 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       },
     },
     async (request) => {
-      const model = models.get(request.params.model_id);
-      return { builds: builds.list(model.id).map(buildJson) };
+      const model = await models.get(request.params.model_id);
+      return { builds: (await builds.list(model.id)).map(buildJson) };
     },
   );
 
@@ -337,7 +336,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       },
     },
     async (request, reply) => {
-      const record = deployer.deploy({
+      const record = await deployer.deploy({
         modelId: request.params.model_id,
         buildId: request.body.build_id,
         variationName: request.body.variation_name,
@@ -365,7 +364,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       },
     },
     async (request, reply) => {
-      const record = deployer.undeploy({ modelId: request.params.model_id, variationName: request.body.variation_name, audiences: request.body.audiences });
+      const record = await deployer.undeploy({ modelId: request.params.model_id, variationName: request.body.variation_name, audiences: request.body.audiences });
       reply.code(202);
       return deploymentJson(record);
     },
@@ -384,7 +383,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       },
     },
     async (request, reply) => {
-      const record = deployer.setInstanceType(request.params.model_id, request.body.instance_type);
+      const record = await deployer.setInstanceType(request.params.model_id, request.body.instance_type);
       reply.code(202);
       return deploymentJson(record);
     },
@@ -409,7 +408,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       },
     },
     async (request) => {
-      const model = models.get(request.params.model_id);
+      const model = await models.get(request.params.model_id);
       const { variation, shadow, limit, before } = request.query;
       const logs = requestLog.query({ modelId: model.id, variation, shadow, limit, before });
       return {
@@ -441,7 +440,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       },
     },
     async (request) => {
-      const model = models.get(request.params.model_id);
+      const model = await models.get(request.params.model_id);
       if (model.kind === 'library') return opts.libraryMetrics(model.id);
       return variationMetrics(requestLog, model.id, Date.now());
     },
@@ -457,8 +456,8 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       },
     },
     async (request) => {
-      const model = models.get(request.params.model_id);
-      return { deployments: deployments.list(model.id).map(deploymentJson) };
+      const model = await models.get(request.params.model_id);
+      return { deployments: (await deployments.list(model.id)).map(deploymentJson) };
     },
   );
 
@@ -471,6 +470,6 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
         response: responses({ 200: deploymentSchema }),
       },
     },
-    async (request) => deploymentJson(deployments.get(request.params.deployment_id)),
+    async (request) => deploymentJson(await deployments.get(request.params.deployment_id)),
   );
 };

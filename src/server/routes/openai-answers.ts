@@ -85,9 +85,9 @@ export const modelCard = (dep: LibraryDeployment) => ({ id: dep.modelId, object:
  * A library model's card, for the routes that show one model: only a live model has one; any other
  * gets the answer a completion on it would get (404 unknown, 400 realtime, 503 loading or FAILED).
  */
-export function liveModelCard(library: LibraryService, modelId: string, param: string) {
-  library.instance(modelId, param);
-  return modelCard(library.get(modelId));
+export async function liveModelCard(library: LibraryService, modelId: string, param: string) {
+  await library.serving(modelId, param);
+  return modelCard(await library.get(modelId));
 }
 
 /** The chat form of a body: its `messages`, checked. */
@@ -103,7 +103,7 @@ export function textForm(body: OpenAiBody): CompletionForm {
  * Starts the completion of `form` on `modelId` and answers with one JSON object, or as Server-Sent
  * Events when the body asks to stream; a client that disconnects cancels the generation.
  */
-export function answerCompletion(
+export async function answerCompletion(
   services: { library: LibraryService; metrics: LlmMetrics },
   request: FastifyRequest<{ Body: OpenAiBody }>,
   reply: FastifyReply,
@@ -111,6 +111,9 @@ export function answerCompletion(
   form: CompletionForm,
 ) {
   const params = samplingParams(request.body);
+  // Why a model is not live here (404, 400, 503) comes from the database; a live one only from
+  // memory. startAnswer then takes the live instance with no await before the generation starts.
+  await services.library.serving(modelId);
   const started = startAnswer(services.library, services.metrics, modelId, form, params);
   if (!params.stream) return started.whole();
   return streamEvents(request, reply, started.chunks(), () => started.cancel());

@@ -38,7 +38,8 @@ export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = asyn
     '/v1/chat/completions',
     { schema: { summary: 'Chat completion on the model named in the body (JSON or SSE stream)', body: chatBodySchema(true), response: responses({ 200: chatAnswerSchema }) } },
     async (request, reply) => {
-      const { modelId } = library.resolve(request.body.model as string, 'model');
+      const modelId = request.body.model as string;
+      await library.checkModel(modelId, 'model');
       return answerCompletion(services, request, reply, modelId, chatForm(request.body));
     },
   );
@@ -47,7 +48,8 @@ export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = asyn
     '/v1/completions',
     { schema: { summary: 'Legacy text completion on the model named in the body (JSON or SSE stream)', body: textBodySchema(true), response: responses({ 200: textAnswerSchema }) } },
     async (request, reply) => {
-      const { modelId } = library.resolve(request.body.model as string, 'model');
+      const modelId = request.body.model as string;
+      await library.checkModel(modelId, 'model');
       return answerCompletion(services, request, reply, modelId, textForm(request.body));
     },
   );
@@ -67,7 +69,7 @@ export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = asyn
     { schema: { summary: 'List every live library model, in the OpenAI list form', response: responses({ 200: modelListSchema }) } },
     async () => {
       const live = new Set(library.liveInstances().map((l) => l.modelId));
-      return { object: 'list', data: library.list().filter((dep) => live.has(dep.modelId)).map(modelCard) };
+      return { object: 'list', data: (await library.list()).filter((dep) => live.has(dep.modelId)).map(modelCard) };
     },
   );
 

@@ -40,7 +40,7 @@ export const tokenRoutes: FastifyPluginAsync<TokenRouteOptions> = async (app, { 
           'retry-after': String(retryAfter),
         });
       }
-      const key = keys.verify(request.body.platformApiKey);
+      const key = await keys.verify(request.body.platformApiKey);
       if (!key) {
         limiter.recordFailure(request.ip);
         throw new ApiError('unauthenticated', 'invalid or revoked API key', 'platformApiKey', { 'www-authenticate': 'Bearer' });
