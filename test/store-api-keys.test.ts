@@ -122,6 +122,34 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('API keys on %s', (engine) =
     expect(await keys.verify(created.key)).toBeUndefined();
   });
 
+  it('answers isActive from memory: its own revocation at once, one by another connection within the refresh interval', async () => {
+    const other = await connect();
+    const mine = await keys.create('mine');
+    const theirs = await keys.create('theirs');
+    expect(await keys.isActive(mine.id)).toBe(true);
+    expect(await keys.isActive(theirs.id)).toBe(true);
+    await keys.revoke(mine.id);
+    expect(await keys.isActive(mine.id)).toBe(false); // at once
+    await other.revoke(theirs.id);
+    // Not started: the snapshot knows nothing of the other connection's revocation yet.
+    expect(await keys.isActive(theirs.id)).toBe(true);
+    await keys.revocations.start();
+    try {
+      expect(await keys.isActive(theirs.id)).toBe(false); // the first read at start
+      const later = await keys.create('later');
+      expect(await keys.isActive(later.id)).toBe(true);
+      await other.revoke(later.id);
+      const until = Date.now() + 3000;
+      while (await keys.isActive(later.id)) {
+        expect(Date.now()).toBeLessThan(until);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(await keys.isActive(mine.id)).toBe(false);
+    } finally {
+      keys.revocations.stop();
+    }
+  });
+
   it('two connections revoking the same keys at once: each key keeps one time, as one after the other', async () => {
     const first = await connect(() => T0 + 1);
     const second = await connect(() => T0 + 2);

@@ -4,6 +4,7 @@
 import crypto from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { ApiKeysTable, ControlPlaneTables } from '../store/schema.js';
+import { KeyRevocations } from './key-revocations.js';
 
 export interface ApiKeyRecord {
   id: string;
@@ -49,10 +50,16 @@ export class ApiKeyStore {
   // same time.
   private readonly decoyHash = hashSecret(crypto.randomBytes(32).toString('base64url'));
 
+  /** What `isActive` answers from: the keys' revocations, in memory. */
+  readonly revocations: KeyRevocations;
+
   constructor(
     private readonly db: Kysely<ControlPlaneTables>,
     private readonly clock: () => number = Date.now,
-  ) {}
+    revocationRefreshMs?: number,
+  ) {
+    this.revocations = new KeyRevocations(db, revocationRefreshMs);
+  }
 
   async create(name = 'default'): Promise<CreatedApiKey> {
     if (name.length === 0 || name.length > NAME_MAX) throw new RangeError(`key name must have 1 to ${NAME_MAX} characters`);
@@ -87,7 +94,10 @@ export class ApiKeyStore {
       .where('id', '=', id)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
-    if (updated.numUpdatedRows > 0n) return true;
+    if (updated.numUpdatedRows > 0n) {
+      this.revocations.markRevoked(id);
+      return true;
+    }
     const found = await this.db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst();
     return found !== undefined;
   }
@@ -111,9 +121,12 @@ export class ApiKeyStore {
     return toRecord(row);
   }
 
-  /** Checked on every authenticated request. */
-  async isActive(id: string): Promise<boolean> {
-    const row = await this.db.selectFrom('api_keys').select('revoked_at').where('id', '=', id).executeTakeFirst();
-    return row !== undefined && row.revoked_at === null;
+  /**
+   * Checked on every authenticated request, from memory (key-revocations.ts): a revocation through
+   * this store is in force at once, one made elsewhere within the refresh interval once
+   * `revocations.start()` runs.
+   */
+  isActive(id: string): Promise<boolean> {
+    return this.revocations.isActive(id);
   }
 }

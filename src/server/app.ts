@@ -98,6 +98,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   const keys = new ApiKeyStore(store.db, clock);
+  // Revocations are read into memory and kept current, so that no request reads the database.
+  await keys.revocations.start();
+  server.addHook('onClose', async () => keys.revocations.stop());
   const tokens = new TokenIssuer(resolveTokenSecret(config.dataDir, config.tokenSecret), clock);
   const limiter = new FailureLimiter(config.authFailureLimit, config.authFailureWindowMs, clock);
   const metrics = createMetricsRegistry();
