@@ -94,6 +94,25 @@ async function cluster(engine: Engine, name: string) {
   };
 }
 
+/** Runs `test` on a fresh cluster and closes every replica after it, whatever happens. */
+async function withCluster(engine: Engine, name: string, test: (c: Awaited<ReturnType<typeof cluster>>) => Promise<void>): Promise<void> {
+  const c = await cluster(engine, name);
+  try {
+    await test(c);
+  } finally {
+    await c.close();
+  }
+}
+
+/** Two replicas of `c`, the model "fraud" and one build of it: the start of every race. */
+async function twoReplicasWithABuild(c: Awaited<ReturnType<typeof cluster>>) {
+  const a = await c.replica();
+  const b = await c.replica();
+  await a.models.create('fraud', 'default', '');
+  const build = await a.builds.create('fraud', linearModel(FEATURES, 1), { featureNames: FEATURES });
+  return { a, b, build };
+}
+
 /** The ApiError a promise rejects with, as status, code-free message and field. */
 async function refusal(work: Promise<unknown>): Promise<{ status: number; message: string; param: string | null }> {
   try {
@@ -136,8 +155,7 @@ describe.each<Engine>(['sqlite', 'postgres'])('the realtime stores on %s', (engi
   const db = () => `realtime_${engine}_${++seq}`;
 
   it('models: create, find, get, list, and the refusals', async () => {
-    const c = await cluster(engine, db());
-    try {
+    await withCluster(engine, db(), async (c) => {
       const a = await c.replica();
       const b = await c.replica();
       const fraud = await a.models.create('fraud', 'risk', 'card fraud');
@@ -165,14 +183,11 @@ describe.each<Engine>(['sqlite', 'postgres'])('the realtime stores on %s', (engi
         }),
       ).rejects.toThrow('caller fails');
       expect(await a.models.find('rolled')).toBeUndefined();
-    } finally {
-      await c.close();
-    }
+    });
   });
 
   it('builds: stored, listed, refused when malformed, and read back by a second replica', async () => {
-    const c = await cluster(engine, db());
-    try {
+    await withCluster(engine, db(), async (c) => {
       const a = await c.replica();
       await a.models.create('fraud', 'default', '');
       const bytes = linearModel(FEATURES, 0.5);
@@ -214,14 +229,11 @@ describe.each<Engine>(['sqlite', 'postgres'])('the realtime stores on %s', (engi
         await b.builds.prepare(again.id);
         expect(fs.readFileSync(cache).equals(Buffer.from(bytes))).toBe(true);
       }
-    } finally {
-      await c.close();
-    }
+    });
   });
 
   it('audiences: all or none, update, delete, predicates from memory, and the in-use refusal', async () => {
-    const c = await cluster(engine, db());
-    try {
+    await withCluster(engine, db(), async (c) => {
       const a = await c.replica();
       const gold = { name: 'gold', description: 'gold tier', conditions: { unary: [{ key: 'X-Tier', operator: 'UNARY_OPERATOR_TYPE_EXACT_MATCH', operand: 'gold' }] } };
       const refused = await refusal(a.audiences.createMany([gold, { name: '' }]));
@@ -251,14 +263,11 @@ describe.each<Engine>(['sqlite', 'postgres'])('the realtime stores on %s', (engi
       await a.audiences.delete(all!.id);
       expect(await refusal(a.audiences.delete(all!.id))).toMatchObject({ status: 404 });
       expect((await a.audiences.list()).map((x) => x.id)).toEqual([g!.id]);
-    } finally {
-      await c.close();
-    }
+    });
   });
 
   it('deployments: PENDING, busy, DEPLOYING, LIVE superseding, FAILED, interrupted', async () => {
-    const c = await cluster(engine, db());
-    try {
+    await withCluster(engine, db(), async (c) => {
       const a = await c.replica();
       await a.models.create('fraud', 'default', '');
       const b1 = await a.builds.create('fraud', linearModel(FEATURES, 1), { featureNames: FEATURES });
@@ -295,14 +304,11 @@ describe.each<Engine>(['sqlite', 'postgres'])('the realtime stores on %s', (engi
       ]);
       expect((await b.deployments.allLive()).map((d) => d.id)).toEqual([second.id]);
       expect(await refusal(b.deployments.get('dep_0000000000000000'))).toMatchObject({ status: 404, param: 'deployment_id' });
-    } finally {
-      await c.close();
-    }
+    });
   });
 
   it('a deployment through one replica loads on another, from the store of record', async () => {
-    const c = await cluster(engine, db());
-    try {
+    await withCluster(engine, db(), async (c) => {
       const one = await c.realtime();
       await one.realtime.models.create('fraud', 'default', '');
       const bytes = linearModel(FEATURES, 3);
@@ -324,20 +330,14 @@ describe.each<Engine>(['sqlite', 'postgres'])('the realtime stores on %s', (engi
       await one.realtime.models.create('idle', 'default', '');
       const idle = one.realtime.predict.predict({ modelId: 'idle', variation: undefined, headers: {}, body: { columns: FEATURES, data: [[1, 2]] }, requestId: 'r2', log: pino({ level: 'silent' }) });
       expect(await refusal(idle)).toEqual({ status: 503, message: 'model "idle" is not live: no variation is deployed', param: null });
-    } finally {
-      await c.close();
-    }
+    });
   });
 });
 
 describe('two replicas racing on one PostgreSQL database end as if they took turns', () => {
   it('deploying one model: one deployment recorded, the other refused as busy', async () => {
-    const c = await cluster('postgres', 'race_deploy');
-    try {
-      const a = await c.replica();
-      const b = await c.replica();
-      await a.models.create('fraud', 'default', '');
-      const build = await a.builds.create('fraud', linearModel(FEATURES, 1), { featureNames: FEATURES });
+    await withCluster('postgres', 'race_deploy', async (c) => {
+      const { a, b, build } = await twoReplicasWithABuild(c);
       for (let round = 0; round < 10; round++) {
         const raced = await Promise.allSettled([a.deployments.launch('fraud', [], deployDecision(build.id)), b.deployments.launch('fraud', [], deployDecision(build.id))]);
         const won = raced.filter((r): r is PromiseFulfilledResult<Awaited<ReturnType<DeploymentStore['launch']>>> => r.status === 'fulfilled');
@@ -347,14 +347,11 @@ describe('two replicas racing on one PostgreSQL database end as if they took tur
         expect(pending.map((p) => p.id)).toEqual([won[0]!.value.id]);
         await a.deployments.setStatus(won[0]!.value.id, 'FAILED', 'cleared for the next round');
       }
-    } finally {
-      await c.close();
-    }
+    });
   });
 
   it('through the deployer: one 202, one 409, and the winner goes live on its replica', async () => {
-    const c = await cluster('postgres', 'race_deployer');
-    try {
+    await withCluster('postgres', 'race_deployer', async (c) => {
       const one = await c.realtime();
       const two = await c.realtime();
       await one.realtime.models.create('fraud', 'default', '');
@@ -373,18 +370,12 @@ describe('two replicas racing on one PostgreSQL database end as if they took tur
       // The live deployment is served by the replica that made it.
       const servedBy = [one, two].filter((r) => r.realtime.registry.get('fraud')?.deploymentId === live.id);
       expect(servedBy).toHaveLength(1);
-    } finally {
-      await c.close();
-    }
+    });
   });
 
   it('going live against a restart failing the deployment: LIVE and untouched, or FAILED and not served', async () => {
-    const c = await cluster('postgres', 'race_golive');
-    try {
-      const a = await c.replica();
-      const b = await c.replica();
-      await a.models.create('fraud', 'default', '');
-      const build = await a.builds.create('fraud', linearModel(FEATURES, 1), { featureNames: FEATURES });
+    await withCluster('postgres', 'race_golive', async (c) => {
+      const { a, b, build } = await twoReplicasWithABuild(c);
       let everLive = false;
       for (let round = 0; round < 10; round++) {
         const dep = await a.deployments.launch('fraud', [], deployDecision(build.id));
@@ -396,18 +387,12 @@ describe('two replicas racing on one PostgreSQL database end as if they took tur
         else expect([status, failed]).toEqual(['FAILED', 1]);
         expect(await a.store.db.selectFrom('deployments').select('id').where('status', '=', 'LIVE').execute()).toHaveLength(everLive ? 1 : 0);
       }
-    } finally {
-      await c.close();
-    }
+    });
   });
 
   it('deleting an audience against a deployment that names it: one of the two wins', async () => {
-    const c = await cluster('postgres', 'race_audience');
-    try {
-      const a = await c.replica();
-      const b = await c.replica();
-      await a.models.create('fraud', 'default', '');
-      const build = await a.builds.create('fraud', linearModel(FEATURES, 1), { featureNames: FEATURES });
+    await withCluster('postgres', 'race_audience', async (c) => {
+      const { a, b, build } = await twoReplicasWithABuild(c);
       for (let round = 0; round < 10; round++) {
         const [aud] = await a.audiences.createMany([{ name: `aud${round}` }]);
         const [deployed, deleted] = await Promise.allSettled([a.deployments.launch('fraud', [aud!.id], deployDecision(build.id, [aud!.id])), b.audiences.delete(aud!.id)]);
@@ -424,8 +409,6 @@ describe('two replicas racing on one PostgreSQL database end as if they took tur
           expect(exists).toBe(false);
         }
       }
-    } finally {
-      await c.close();
-    }
+    });
   });
 });
