@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
 import { mlpModel, treeModel } from './tabular.bench.js';
-import { freePort } from './support/free-port.js';
+import { freePort } from '../test/helpers/free-port.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DURATION_S = Number(process.env.PREDICT_BENCH_SECONDS ?? 5);

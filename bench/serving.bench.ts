@@ -29,7 +29,7 @@ import { Tokenizer } from '../src/llm/tokenizer/index.js';
 import { ChatTemplate, DEFAULT_CHAT_TEMPLATE } from '../src/llm/chat/template.js';
 import { tinyModel, writeGguf } from '../test/helpers/gguf-writer.js';
 import { spmVocab } from '../test/helpers/llm-models.js';
-import { freePort } from './support/free-port.js';
+import { freePort } from '../test/helpers/free-port.js';
 import { randomWordRequests, runConcurrently, sendStreamingChat, summarize, type RequestOutcome, type ServingRequest, type ServingSummary } from './llm/serving-client.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -96,6 +96,20 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new ConfigError(`${name} must be 1 or 0, got "${env[name]}"`);
 }
 
+/** DATA_DIR, resolved: the host's and the CLI's (`platform keys`) one reading of it. */
+export function dataDirFrom(env: NodeJS.ProcessEnv): string {
+  return path.resolve(env.DATA_DIR?.trim() || './data');
+}
+
+/** DATABASE_URL when set, checked to be a PostgreSQL URL; the host's and the CLI's one reading. */
+export function databaseUrlFrom(env: NodeJS.ProcessEnv): string | undefined {
+  const url = env.DATABASE_URL?.trim() || undefined;
+  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
+    throw new ConfigError('DATABASE_URL must be a PostgreSQL URL (postgres://user:password@host:5432/database)');
+  }
+  return url;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const logLevel = (env.LOG_LEVEL ?? 'info').trim().toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -105,10 +119,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (tokenSecret !== undefined && Buffer.byteLength(tokenSecret) < 32) {
     throw new ConfigError('PLATFORM_TOKEN_SECRET must be at least 32 bytes long');
   }
-  const databaseUrl = env.DATABASE_URL?.trim() || undefined;
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL must be a PostgreSQL URL (postgres://user:password@host:5432/database)');
-  }
+  const databaseUrl = databaseUrlFrom(env);
   // Replicas on one database must sign and check tokens with one secret: a token minted by one
   // is accepted by all. DATA_DIR is each replica's own, so the secret cannot be made there.
   if (databaseUrl !== undefined && tokenSecret === undefined) {
@@ -117,7 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host: env.HOST?.trim() || '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
-    dataDir: path.resolve(env.DATA_DIR?.trim() || './data'),
+    dataDir: dataDirFrom(env),
     modelsDir: path.resolve(env.MODELS_DIR?.trim() || './models'),
     logLevel: logLevel as Config['logLevel'],
     tokenSecret,

@@ -14,6 +14,29 @@ export interface Migration {
   postgres?: string;
 }
 
+// Migrations whose statements are the same on both engines have one text.
+const INSTANCE_TYPE = `
+      -- The instance type of the variation a realtime deployment deploys; NULL for an undeploy.
+      -- Deployments made before instance types existed ran on the CPU.
+      ALTER TABLE deployments ADD COLUMN instance_type TEXT CHECK (instance_type IN ('cpu', 'cuda'));
+      UPDATE deployments SET instance_type = 'cpu' WHERE action = 'deploy';
+    `;
+
+const FAILURE_KIND = `
+      -- What kind of failure a FAILED library deployment had, for the host to act on: a
+      -- 'missing_file' one is tried again at start-up, in case the file is back. NULL unless FAILED.
+      ALTER TABLE library_deployments ADD COLUMN failure_kind TEXT CHECK (failure_kind IN ('missing_file', 'load_error', 'interrupted'));
+      -- Rows FAILED before this column existed, told apart by the reasons the host wrote then: the
+      -- restart text of restore(), and the GGUF reader's "cannot open <file>: ENOENT: no such file
+      -- or directory, ..." for a missing file (so that it, too, is tried again at the next start).
+      UPDATE library_deployments SET failure_kind = CASE
+          WHEN reason = 'interrupted by a restart of the host' THEN 'interrupted'
+          WHEN reason LIKE '%ENOENT%' OR reason LIKE '%no such file or directory%' THEN 'missing_file'
+          ELSE 'load_error'
+        END
+        WHERE status = 'FAILED';
+    `;
+
 export const migrations: readonly Migration[] = [
   {
     version: 1,
@@ -208,43 +231,14 @@ export const migrations: readonly Migration[] = [
   {
     version: 6,
     name: 'realtime_instance_type',
-    sql: `
-      -- The instance type of the variation a realtime deployment deploys; NULL for an undeploy.
-      -- Deployments made before instance types existed ran on the CPU.
-      ALTER TABLE deployments ADD COLUMN instance_type TEXT CHECK (instance_type IN ('cpu', 'cuda'));
-      UPDATE deployments SET instance_type = 'cpu' WHERE action = 'deploy';
-    `,
-    postgres: `
-      ALTER TABLE deployments ADD COLUMN instance_type TEXT CHECK (instance_type IN ('cpu', 'cuda'));
-      UPDATE deployments SET instance_type = 'cpu' WHERE action = 'deploy';
-    `,
+    sql: INSTANCE_TYPE,
+    postgres: INSTANCE_TYPE,
   },
   {
     version: 7,
     name: 'library_failure_kind',
-    sql: `
-      -- What kind of failure a FAILED library deployment had, for the host to act on: a
-      -- 'missing_file' one is tried again at start-up, in case the file is back. NULL unless FAILED.
-      ALTER TABLE library_deployments ADD COLUMN failure_kind TEXT CHECK (failure_kind IN ('missing_file', 'load_error', 'interrupted'));
-      -- Rows FAILED before this column existed, told apart by the reasons the host wrote then: the
-      -- restart text of restore(), and the GGUF reader's "cannot open <file>: ENOENT: no such file
-      -- or directory, ..." for a missing file (so that it, too, is tried again at the next start).
-      UPDATE library_deployments SET failure_kind = CASE
-          WHEN reason = 'interrupted by a restart of the host' THEN 'interrupted'
-          WHEN reason LIKE '%ENOENT%' OR reason LIKE '%no such file or directory%' THEN 'missing_file'
-          ELSE 'load_error'
-        END
-        WHERE status = 'FAILED';
-    `,
-    postgres: `
-      ALTER TABLE library_deployments ADD COLUMN failure_kind TEXT CHECK (failure_kind IN ('missing_file', 'load_error', 'interrupted'));
-      UPDATE library_deployments SET failure_kind = CASE
-          WHEN reason = 'interrupted by a restart of the host' THEN 'interrupted'
-          WHEN reason LIKE '%ENOENT%' OR reason LIKE '%no such file or directory%' THEN 'missing_file'
-          ELSE 'load_error'
-        END
-        WHERE status = 'FAILED';
-    `,
+    sql: FAILURE_KIND,
+    postgres: FAILURE_KIND,
   },
   {
     version: 8,

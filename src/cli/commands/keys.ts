@@ -1,24 +1,27 @@
 // platform keys create | list | revoke: local administration on the store, no running host needed:
 // the SQLite file in DATA_DIR, or the PostgreSQL database at DATABASE_URL when that is set. The
-// host reads the same database, so a new key works at once and a revoked one stops at once.
+// host reads the same database, so a new key works at once and a revoked one stops within a
+// second (the host holds revocations in memory: src/auth/key-revocations.ts).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ApiKeyStore } from '../../auth/api-keys.js';
+import { ConfigError, dataDirFrom, databaseUrlFrom } from '../../config.js';
 import { DATABASE_FILE } from '../../store/database.js';
 import { openStore, redactedUrl, type Store } from '../../store/store.js';
 import { CliError, usageError } from '../errors.js';
 import { formatTable, isoTime } from '../table.js';
 
-const dataDir = () => path.resolve(process.env.DATA_DIR?.trim() || './data');
+const dataDir = () => dataDirFrom(process.env);
 
 /** DATABASE_URL when set: the keys are then in PostgreSQL, and DATA_DIR plays no part. */
 function databaseUrl(): string | undefined {
-  const url = process.env.DATABASE_URL?.trim() || undefined;
-  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
-    throw usageError('DATABASE_URL must be a PostgreSQL URL (postgres://user:password@host:5432/database)');
+  try {
+    return databaseUrlFrom(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) throw usageError(err.message);
+    throw err;
   }
-  return url;
 }
 
 /** Whether DATA_DIR holds a store yet: a typo in DATA_DIR must not pass unnoticed. */
