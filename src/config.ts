@@ -1,5 +1,7 @@
 // Host configuration, read once from the environment. Every value is checked here so that a
 // typo fails at start with one line naming the variable, not later with a confusing error.
+import crypto from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 
 export interface Config {
@@ -34,6 +36,17 @@ export interface Config {
   shadow: { concurrency: number; maxQueue: number; timeoutMs: number };
   /** Rows kept in the request log before the oldest are dropped. */
   requestLogMaxRows: number;
+  /** This replica among those on one database (src/cluster/). */
+  replica: {
+    /** REPLICA_ID (the pod name on Kubernetes); by default the host name, process id and a random suffix. */
+    id: string;
+    /** REPLICA_ADDRESS: the URL other replicas reach this one at; by default the address it listens on. */
+    address: string | undefined;
+    /** Mean time between reads of the configuration version, in case a notification was lost. */
+    configPollMs: number;
+    /** A replica whose heartbeat is older than this no longer counts as live; heartbeats come 5 times as often. */
+    timeoutMs: number;
+  };
   /** LLM engine settings for every library model (unset: the engine's defaults). */
   llm: { contextLength?: number; maxRunningSequences?: number; maxQueued?: number; kvCacheBytes?: number };
 }
@@ -110,6 +123,26 @@ export function databaseUrlFrom(env: NodeJS.ProcessEnv): string | undefined {
   return url;
 }
 
+function replicaIdFrom(env: NodeJS.ProcessEnv): string {
+  const id = env.REPLICA_ID?.trim();
+  if (id === undefined || id === '') return `${os.hostname()}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/.test(id)) throw new ConfigError(`REPLICA_ID must be letters, digits, "_", "." or "-" (a pod name), got "${id}"`);
+  return id;
+}
+
+function replicaAddressFrom(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.REPLICA_ADDRESS?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`REPLICA_ADDRESS must be an http:// URL other replicas reach this one at, got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`REPLICA_ADDRESS must be an http:// URL other replicas reach this one at, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const logLevel = (env.LOG_LEVEL ?? 'info').trim().toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -168,6 +201,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: integer(env, 'SHADOW_TIMEOUT_MS', 5000, 1, 600_000),
     },
     requestLogMaxRows: integer(env, 'REQUEST_LOG_MAX_ROWS', 100_000, 100, 100_000_000),
+    replica: {
+      id: replicaIdFrom(env),
+      address: replicaAddressFrom(env),
+      configPollMs: integer(env, 'CONFIG_POLL_MS', 1000, 10, 600_000),
+      timeoutMs: integer(env, 'REPLICA_TIMEOUT_MS', 5000, 100, 600_000),
+    },
     llm: optionalIntegers(env, LLM_ENV_OPTIONS),
   };
 }

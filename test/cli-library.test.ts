@@ -52,7 +52,7 @@ describe('platform library', () => {
     // models get: the loaded file and its instance for people, the model route's JSON with --json.
     const details = (await ok(['models', 'get', 'tiny'])).stdout;
     expect(details).toMatch(/^model:\s+tiny\nkind:\s+library\nproject:\s+library\n/);
-    expect(details).toMatch(/\nfile:\s+tiny-chat\.gguf \(tiny-chat\)\nstatus:\s+LIVE\ninstance:\s+cpu, 1 thread\nlicence:\s+mit\n$/);
+    expect(details).toMatch(/\nfile:\s+tiny-chat\.gguf \(tiny-chat\)\nstatus:\s+LIVE\ninstance:\s+cpu, 1 thread\nreplicas:\s+applied on 1\/1 replica\nlicence:\s+mit\n$/);
     expect(details).not.toMatch(/undefined|null|\[object/);
     const json = JSON.parse((await ok(['models', 'get', 'tiny', '--json'])).stdout) as { model: { kind: string }; live_deployment: unknown };
     expect(json.model.kind).toBe('library');

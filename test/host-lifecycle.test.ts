@@ -208,8 +208,9 @@ describe('the start line', () => {
     first.proc.kill('SIGTERM');
     expect(await first.exited).toBe(0);
 
-    // Two library deployments that this start does not load: one that failed for a broken file
-    // (FAILED until it is deployed again) and one a stop interrupted while it loaded.
+    // Two library deployments: one that failed for a broken file (FAILED until it is deployed
+    // again, not loaded by this start), and one a stop interrupted while it loaded, which this
+    // start carries on (and, its file missing, records why it failed).
     const db = openDatabase(dataDir);
     for (const [id, status, reason, kind, later] of [
       ['broken', 'FAILED', 'GGUF header is damaged', 'load_error', Date.now() + 1000],
@@ -226,7 +227,7 @@ describe('the start line', () => {
     const second = await spawnHost(env);
     expect(await startLineOf(second)).toBe(
       `platform: listening on ${second.url}; DATA_DIR ${dataDir}; MODELS_DIR ${modelsDir}; 4 models: fraud (realtime, LIVE), tinyllama (library, LIVE), ` +
-        'broken (library, FAILED: load_error, not retried), halfway (library, FAILED: interrupted, not retried)',
+        'broken (library, FAILED: load_error, not retried), halfway (library, FAILED: missing_file)',
     );
     second.proc.kill('SIGTERM');
     expect(await second.exited).toBe(0);

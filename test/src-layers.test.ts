@@ -4,7 +4,7 @@
 //     <- formats (tabular/onnx, llm/gguf, llm/tokenizer: pure TypeScript readers)
 //     <- typed surface (src/native: the one declaration of platform.node; surface.ts imports nothing)
 //     <- engines (llm/engine, tabular/executor: the native engines as TypeScript objects)
-//     <- services (models, realtime, vectors, auth, llm/library, llm/chat, llm/metrics)
+//     <- services (models, realtime, vectors, auth, llm/library, llm/chat, llm/metrics, cluster)
 //     <- routes and the CLI (server, cli)
 // the two engines never import each other, nor do the server and the CLI, and nothing in src/
 // imports the tests or the benches. This reads every source file and checks each relative
@@ -33,7 +33,7 @@ const LAYERS: ReadonlyArray<{ rank: number; name: string; areas: readonly string
   { rank: 1, name: 'formats', areas: ['tabular/onnx', 'llm/gguf', 'llm/tokenizer'] },
   { rank: 2, name: 'typed surface', areas: ['native'] },
   { rank: 3, name: 'engines', areas: ['llm/engine', 'tabular/executor'] },
-  { rank: 4, name: 'services', areas: ['models', 'realtime', 'vectors', 'auth', 'llm/library', 'llm/chat', 'llm/metrics.ts'] },
+  { rank: 4, name: 'services', areas: ['models', 'realtime', 'vectors', 'auth', 'llm/library', 'llm/chat', 'llm/metrics.ts', 'cluster'] },
   { rank: 5, name: 'routes and CLI', areas: ['server', 'cli'] },
 ];
 // Areas of one layer that must not import each other.

@@ -102,6 +102,7 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
       status: 'PENDING',
       reason: null,
       failureKind: null,
+      replicas: null,
       createdAt: T0,
       updatedAt: T0,
     };
@@ -241,7 +242,7 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
     expect(await library.list()).toEqual([]);
   });
 
-  it('at restart: reloads LIVE ones, fails interrupted ones, and retries a missing file once per start', async () => {
+  it('at restart: reloads LIVE ones, carries on interrupted ones, and retries a missing file once per start', async () => {
     await library.deploy('tiny-chat', 'tiny', 'cpu', null);
     await library.deploy('other-chat', 'other', 'cpu', null);
     await library.idle();
@@ -249,7 +250,8 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
     await new ModelStore(store.db, clock).create('halfway', 'library', '', 'library');
     await new ModelStore(store.db, clock).create('broken', 'library', '', 'library');
     const row = { file: 'x.gguf', license: null, license_link: null, instance_type: 'cpu' as const, threads: null, created_at: T0 + 1, updated_at: T0 + 1 };
-    await store.db.insertInto('library_deployments').values({ ...row, model_id: 'halfway', name: 'halfway', status: 'DEPLOYING', reason: null, failure_kind: null }).execute();
+    // Halfway through loading other-chat's file again, as a second model: carried on at the start.
+    await store.db.insertInto('library_deployments').values({ ...row, file: 'other-chat.gguf', model_id: 'halfway', name: 'halfway', status: 'DEPLOYING', reason: null, failure_kind: null }).execute();
     await store.db.insertInto('library_deployments').values({ ...row, model_id: 'broken', name: 'broken', status: 'FAILED', reason: 'bad magic', failure_kind: 'load_error' }).execute();
     await shutDown(library);
 
@@ -266,10 +268,10 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
     expect(await statuses(host.library)).toEqual({
       tiny: ['FAILED', 'missing_file', reason],
       other: ['LIVE', null, null],
-      halfway: ['FAILED', 'interrupted', 'interrupted by a restart of the host'],
+      halfway: ['LIVE', null, null],
       broken: ['FAILED', 'load_error', 'bad magic'],
     });
-    expect([...host.library.triedAtStart].sort()).toEqual(['other', 'tiny']);
+    expect([...host.library.triedAtStart].sort()).toEqual(['halfway', 'other', 'tiny']);
     expect(await refusal(host.library.serving('tiny'))).toEqual({
       status: 503,
       code: 'unavailable',
@@ -288,7 +290,7 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
     expect(host.library.triedAtStart.has('tiny')).toBe(true);
     await shutDown(host.library);
 
-    // Back: LIVE by itself at the next start; the interrupted and broken ones are not retried.
+    // Back: LIVE by itself at the next start; the broken one is not retried.
     fs.renameSync(aside, path.join(modelsDir, 'tiny-chat.gguf'));
     host = await connect();
     await host.library.restore();
@@ -296,10 +298,10 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
     expect(await statuses(host.library)).toEqual({
       tiny: ['LIVE', null, null],
       other: ['LIVE', null, null],
-      halfway: ['FAILED', 'interrupted', 'interrupted by a restart of the host'],
+      halfway: ['LIVE', null, null],
       broken: ['FAILED', 'load_error', 'bad magic'],
     });
-    expect(host.library.liveInstances().map((l) => l.modelId).sort()).toEqual(['other', 'tiny']);
+    expect(host.library.liveInstances().map((l) => l.modelId).sort()).toEqual(['halfway', 'other', 'tiny']);
   });
 });
 

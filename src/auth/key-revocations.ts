@@ -32,6 +32,9 @@ export class KeyRevocations {
     this.active = active;
   }
 
+  /** Revocations as a part of the replica's snapshot (src/cluster/config-sync.ts), read again on every change. */
+  readonly snapshotPart = { name: 'keys', apply: () => this.refresh() };
+
   /** Reads the table now, then again and again until `stop`. */
   async start(): Promise<void> {
     await this.refresh();

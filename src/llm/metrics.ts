@@ -12,6 +12,12 @@ interface Sample {
   tpotMs: number | null;
 }
 
+/** One replica's raw figures of a library model over the window, to be merged across replicas. */
+export interface LibraryWindow {
+  requests: number;
+  samples: Array<{ completionTokens: number; ttftMs: number | null; tpotMs: number | null }>;
+}
+
 export interface LibraryMetrics {
   model_id: string;
   window_seconds: number;
@@ -85,19 +91,15 @@ export class LlmMetrics {
     this.samples.delete(modelId);
   }
 
-  summary(modelId: string): LibraryMetrics {
+  /** This host's raw figures of `modelId` over the window. */
+  window(modelId: string): LibraryWindow {
     const arrivals = this.trim(this.arrivals.get(modelId) ?? [], (t) => t);
     const samples = this.trim(this.samples.get(modelId) ?? [], (s) => s.at);
-    const tokens = samples.reduce((n, s) => n + s.completionTokens, 0);
-    return {
-      model_id: modelId,
-      window_seconds: WINDOW_MS / 1000,
-      requests_5m: arrivals.length,
-      throughput_rpm_5m: arrivals.length / 5,
-      token_throughput_tps: tokens / (WINDOW_MS / 1000),
-      time_to_first_token_ms: latencySummary(samples.flatMap((s) => (s.ttftMs === null ? [] : [s.ttftMs]))),
-      time_per_output_token_ms: latencySummary(samples.flatMap((s) => (s.tpotMs === null ? [] : [s.tpotMs]))),
-    };
+    return { requests: arrivals.length, samples: samples.map(({ completionTokens, ttftMs, tpotMs }) => ({ completionTokens, ttftMs, tpotMs })) };
+  }
+
+  summary(modelId: string): LibraryMetrics {
+    return summarizeLibrary(modelId, [this.window(modelId)]);
   }
 
   private trim<T>(list: T[], at: (x: T) => number): T[] {
@@ -106,4 +108,20 @@ export class LlmMetrics {
     while (drop < list.length && at(list[drop]!) < since) drop++;
     return drop === 0 ? list : list.slice(drop);
   }
+}
+
+/** The four figures of `modelId` from the windows of every replica that answered. */
+export function summarizeLibrary(modelId: string, windows: readonly LibraryWindow[]): LibraryMetrics {
+  const requests = windows.reduce((n, w) => n + w.requests, 0);
+  const samples = windows.flatMap((w) => w.samples);
+  const tokens = samples.reduce((n, s) => n + s.completionTokens, 0);
+  return {
+    model_id: modelId,
+    window_seconds: WINDOW_MS / 1000,
+    requests_5m: requests,
+    throughput_rpm_5m: requests / 5,
+    token_throughput_tps: tokens / (WINDOW_MS / 1000),
+    time_to_first_token_ms: latencySummary(samples.flatMap((s) => (s.ttftMs === null ? [] : [s.ttftMs]))),
+    time_per_output_token_ms: latencySummary(samples.flatMap((s) => (s.tpotMs === null ? [] : [s.tpotMs]))),
+  };
 }

@@ -51,9 +51,11 @@ export function checkAudience(input: AudienceInput, at: string): { name: string;
 
 export class AudienceStore {
   // Compiled predicates of the audiences that live traffic may route by: loaded before a
-  // deployment goes live, replaced on update and dropped on delete by this process. A change made
-  // through another replica reaches this one when it next loads (config propagation: issue 16).
+  // deployment goes live, replaced on update and dropped on delete by this process, and compiled
+  // again when the replica's snapshot is read after a change made elsewhere (`refresh`).
   private readonly predicates = new Map<string, HeaderPredicate>();
+  /** updated_at of the row each predicate was compiled from. */
+  private readonly compiledFrom = new Map<string, number>();
 
   constructor(
     private readonly db: Kysely<ControlPlaneTables>,
@@ -84,7 +86,10 @@ export class AudienceStore {
     // Deleted through another replica between the two statements.
     if (result.numUpdatedRows === 0n) throw notFound(`audience "${id}" does not exist`, 'audience_id');
     const audience = await this.get(id);
-    if (this.predicates.has(id)) this.predicates.set(id, compileConditions(audience.conditions));
+    if (this.predicates.has(id)) {
+      this.predicates.set(id, compileConditions(audience.conditions));
+      this.compiledFrom.set(id, audience.updatedAt);
+    }
     return audience;
   }
 
@@ -101,6 +106,7 @@ export class AudienceStore {
       await trx.deleteFrom('audiences').where('id', '=', id).execute();
     });
     this.predicates.delete(id);
+    this.compiledFrom.delete(id);
   }
 
   async find(id: string): Promise<AudienceRecord | undefined> {
@@ -124,9 +130,18 @@ export class AudienceStore {
     const wanted = [...new Set(ids)];
     if (wanted.length === 0) return;
     const rows = await this.db.selectFrom('audiences').selectAll().where('id', 'in', wanted).execute();
-    const found = new Map(rows.map((r) => [r.id, compileConditions(toRecord(r).conditions)]));
-    for (const id of wanted) this.predicates.set(id, found.get(id) ?? (() => false));
+    const found = new Map(rows.map((r) => [r.id, r]));
+    for (const id of wanted) {
+      const row = found.get(id);
+      if (row && this.compiledFrom.get(id) === row.updated_at && this.predicates.has(id)) continue;
+      this.predicates.set(id, row ? compileConditions(toRecord(row).conditions) : () => false);
+      if (row) this.compiledFrom.set(id, row.updated_at);
+      else this.compiledFrom.delete(id);
+    }
   }
+
+  /** Audiences as a part of the replica's snapshot: the predicates held, compiled again if they changed. */
+  readonly snapshotPart = { name: 'audiences', apply: () => this.load([...this.predicates.keys()]) };
 
   /** The compiled predicate of an audience, from memory; one not loaded matches nothing. */
   predicate(id: string): HeaderPredicate {

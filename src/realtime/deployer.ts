@@ -1,8 +1,11 @@
 // Realtime deployments, asynchronously: a deploy or undeploy request is checked against every
-// rule (deploy-plan.ts), recorded as PENDING and answered at once; the deployer then loads the
-// builds (DEPLOYING), swaps the model's live traffic in one step (LIVE) and lets the previous
-// builds go, or records FAILED with the reason. Until the swap the previous deployment keeps
-// serving, so a deployment never drops a request, and a refused one changes nothing.
+// rule (deploy-plan.ts), recorded as PENDING and answered at once. Every replica then loads the
+// deployment's builds as it reads the configuration (DEPLOYING; `snapshotPart`), and once every
+// live replica has them the deployment goes LIVE (the last one to load makes it so) and each
+// replica swaps the model's live traffic in one step and lets the previous builds go; a build
+// that cannot load records FAILED with the reason. Until the swap the previous deployment keeps
+// serving, so a deployment never drops a request, and a refused one changes nothing. A
+// deployment on its way when every replica stopped is carried on by the next to start.
 // The check and the record share one transaction that holds the model's row (deployments.launch),
 // so two replicas deploying one model at once get one 202 and one 409.
 import type { FastifyBaseLogger } from 'fastify';
@@ -13,6 +16,8 @@ import type { BuildStore } from './builds.js';
 import { planDeployment, planUndeploy, type RawAudiences } from './deploy-plan.js';
 import type { DeploymentRecord, DeploymentStore, LaunchState, NewDeployment } from './deployments.js';
 import type { RealtimeRegistry } from './registry.js';
+import type { LoadedBuild } from './loaded-build.js';
+import type { ReplicaRecord } from '../cluster/replicas.js';
 import type { InstanceType } from '../native/surface.js';
 import type { BatchingOverride, TrafficConfig } from './traffic.js';
 
@@ -34,7 +39,8 @@ export interface UndeployRequest {
 }
 
 export class Deployer {
-  private readonly running = new Set<Promise<void>>();
+  /** Called after a change made here, so that this replica reads it at once (ConfigSync.poke). */
+  changed: () => void = () => undefined;
 
   constructor(
     private readonly models: ModelStore,
@@ -112,65 +118,92 @@ export class Deployer {
     });
   }
 
-  /** Loads every model's LIVE deployment; called once on start, before serving. */
-  async restore(): Promise<void> {
-    const interrupted = await this.deployments.failInterrupted();
-    if (interrupted > 0) this.log.warn({ interrupted }, 'deployments interrupted by a restart were marked FAILED');
-    for (const dep of await this.deployments.allLive()) {
+  /** Deployments on their way whose builds this replica has loaded, by deployment id. */
+  private readonly prepared = new Map<string, { traffic: TrafficConfig; variations: Map<string, LoadedBuild> }>();
+  /** In-progress deployments seen at the last read; the timer reads again while there are some. */
+  private inProgress: DeploymentRecord[] = [];
+
+  /**
+   * Realtime routing as a part of the replica's snapshot (src/cluster/config-sync.ts): serve each
+   * model's LIVE deployment (swapping in the builds prepared for it, or loading them), drop
+   * models with none, and load the builds of every deployment on its way, so that it can go LIVE
+   * once every live replica has them. A build that cannot load on this replica fails the
+   * deployment for all, with the reason.
+   */
+  readonly snapshotPart = {
+    name: 'realtime',
+    apply: () => this.apply(),
+    advance: (live: ReplicaRecord[]) => this.advance(live),
+    waiting: () => this.inProgress.length > 0,
+  };
+
+  /** What this replica serves and has prepared, for its row in `replicas`. */
+  load(): { serving: string[]; prepared: string[] } {
+    return { serving: this.registry.deploymentIds(), prepared: [...this.prepared.keys()] };
+  }
+
+  private async apply(): Promise<void> {
+    const current = await this.deployments.current();
+    const live = current.filter((d) => d.status === 'LIVE');
+    this.inProgress = current.filter((d) => d.status === 'PENDING' || d.status === 'DEPLOYING');
+    for (const dep of live) {
+      if (this.registry.get(dep.modelId)?.deploymentId === dep.id) continue;
       try {
         await this.audiences.load(dep.traffic.audiences.map((a) => a.id));
-        const variations = await this.registry.acquire(dep.traffic);
+        const ready = this.prepared.get(dep.id);
+        this.prepared.delete(dep.id);
+        const variations = ready?.variations ?? (await this.registry.acquire(dep.traffic));
         this.registry.setLive(dep.modelId, dep.id, dep.traffic, variations);
+        this.log.info({ deploymentId: dep.id, modelId: dep.modelId, action: dep.action, variation: dep.variationName }, 'deployment live');
       } catch (err) {
+        // The previous state keeps serving; the next read tries again.
         this.log.error({ err, modelId: dep.modelId, deploymentId: dep.id }, 'could not load a live deployment');
       }
     }
+    const liveModels = new Set(live.map((d) => d.modelId));
+    for (const modelId of this.registry.modelIds()) if (!liveModels.has(modelId)) this.registry.remove(modelId);
+    for (const dep of this.inProgress) {
+      if (this.prepared.has(dep.id)) continue;
+      try {
+        await this.deployments.setStatus(dep.id, 'DEPLOYING');
+        await this.audiences.load(dep.traffic.audiences.map((a) => a.id));
+        this.prepared.set(dep.id, { traffic: dep.traffic, variations: await this.registry.acquire(dep.traffic) });
+      } catch (err) {
+        const reason = err instanceof Error ? err.message : String(err);
+        await this.deployments.setStatus(dep.id, 'FAILED', reason).catch((e: unknown) => this.log.error({ err: e, deploymentId: dep.id }, 'could not record a failed deployment'));
+        this.log.warn({ deploymentId: dep.id, modelId: dep.modelId, reason }, 'deployment failed');
+      }
+    }
+    // Prepared for a deployment that failed or was superseded meanwhile: let the builds go.
+    const waiting = new Set(this.inProgress.map((d) => d.id));
+    for (const [id, ready] of this.prepared) {
+      if (waiting.has(id)) continue;
+      this.prepared.delete(id);
+      this.registry.discard(ready.traffic);
+    }
   }
 
-  /** Resolves when every deployment started so far has finished (for tests and shutdown). */
-  async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.all([...this.running]);
+  /** Makes LIVE each deployment that every live replica has prepared; true when one went LIVE. */
+  private async advance(live: ReplicaRecord[]): Promise<boolean> {
+    let changed = false;
+    for (const dep of this.inProgress) {
+      if (!this.prepared.has(dep.id)) continue;
+      if (!live.every((r) => r.loaded.prepared.includes(dep.id))) continue;
+      if (await this.deployments.goLive(dep.id, dep.modelId)) changed = true;
+    }
+    return changed;
   }
 
-  private async realtimeModel(modelId: string): Promise<ModelRecord> {
+    private async realtimeModel(modelId: string): Promise<ModelRecord> {
     const model = await this.models.get(modelId);
     if (model.kind !== 'realtime') throw invalidArgument(`model "${model.id}" is a library model; deploy it with the library commands`, 'model_id');
     return model;
   }
 
-  /** Records the deployment as `decide` makes it (deployments.launch), then runs it in the background. */
+  /** Records the deployment as `decide` makes it (deployments.launch); the snapshot's reads carry it out. */
   private async launch(modelId: string, audienceIds: readonly string[], decide: (state: LaunchState) => NewDeployment): Promise<DeploymentRecord> {
     const record = await this.deployments.launch(modelId, audienceIds, decide);
-    const task = (async () => {
-      // Let the 202 go out before the (synchronous) parse and compile begin.
-      await new Promise((resolve) => setImmediate(resolve));
-      try {
-        // False when another host marked it FAILED (interrupted) meanwhile: leave it so.
-        if (!(await this.deployments.setStatus(record.id, 'DEPLOYING'))) return;
-        await this.audiences.load(record.traffic.audiences.map((a) => a.id));
-        const variations = await this.registry.acquire(record.traffic);
-        let live: boolean;
-        try {
-          live = await this.deployments.goLive(record.id, record.modelId);
-        } catch (err) {
-          this.registry.discard(record.traffic);
-          throw err;
-        }
-        if (!live) {
-          this.registry.discard(record.traffic);
-          this.log.warn({ deploymentId: record.id, modelId }, 'deployment no longer DEPLOYING when its builds were loaded; not serving it');
-          return;
-        }
-        this.registry.setLive(record.modelId, record.id, record.traffic, variations);
-        this.log.info({ deploymentId: record.id, modelId, action: record.action, variation: record.variationName }, 'deployment live');
-      } catch (err) {
-        const reason = err instanceof Error ? err.message : String(err);
-        await this.deployments.setStatus(record.id, 'FAILED', reason).catch((e: unknown) => this.log.error({ err: e, deploymentId: record.id }, 'could not record a failed deployment'));
-        this.log.warn({ deploymentId: record.id, modelId, reason }, 'deployment failed');
-      }
-    })();
-    this.running.add(task);
-    void task.finally(() => this.running.delete(task));
+    this.changed();
     return record;
   }
 }

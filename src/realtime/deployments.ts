@@ -145,10 +145,22 @@ export class DeploymentStore {
     return rows.map(toRecord);
   }
 
+  /** Every LIVE deployment and every one on its way (PENDING or DEPLOYING), oldest first. */
+  async current(): Promise<DeploymentRecord[]> {
+    const rows = await this.db
+      .selectFrom('deployments')
+      .selectAll()
+      .where('status', 'in', ['LIVE', 'PENDING', 'DEPLOYING'])
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(toRecord);
+  }
+
   /**
    * PENDING -> DEPLOYING, or PENDING / DEPLOYING -> FAILED with the reason. False when the
-   * deployment was no longer on its way (another host failed it as interrupted), which is left as
-   * it is.
+   * deployment was not in a state to move from (already DEPLOYING, or failed by another replica),
+   * which is left as it is.
    */
   async setStatus(id: string, status: 'DEPLOYING' | 'FAILED', reason: string | null = null): Promise<boolean> {
     const from: Array<'PENDING' | 'DEPLOYING'> = status === 'DEPLOYING' ? ['PENDING'] : ['PENDING', 'DEPLOYING'];
@@ -170,22 +182,12 @@ export class DeploymentStore {
     const now = this.clock();
     return this.db.transaction().execute(async (trx: Kysely<ControlPlaneTables>) => {
       await forUpdate(trx, trx.selectFrom('models').select('id').where('id', '=', modelId)).executeTakeFirst();
-      // Its own row too: a host failing it as interrupted (failInterrupted) waits, or wins first.
+      // Its own row too: a replica failing it (a build that did not load there) waits, or wins first.
       const current = await forUpdate(trx, trx.selectFrom('deployments').select('status').where('id', '=', id).where('model_id', '=', modelId)).executeTakeFirst();
       if (current?.status !== 'DEPLOYING') return false;
       await trx.updateTable('deployments').set({ status: 'SUPERSEDED', updated_at: now }).where('model_id', '=', modelId).where('status', '=', 'LIVE').execute();
       await trx.updateTable('deployments').set({ status: 'LIVE', reason: null, updated_at: now }).where('id', '=', id).execute();
       return true;
     });
-  }
-
-  /** Deployments cut short by a restart cannot resume: their loading state was in memory. */
-  async failInterrupted(): Promise<number> {
-    const result = await this.db
-      .updateTable('deployments')
-      .set({ status: 'FAILED', reason: 'interrupted by a restart of the host', updated_at: this.clock() })
-      .where('status', 'in', ['PENDING', 'DEPLOYING'])
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows);
   }
 }

@@ -67,6 +67,24 @@ export class RealtimeRegistry {
     }
   }
 
+  /** The models served here. */
+  modelIds(): string[] {
+    return [...this.live.keys()];
+  }
+
+  /** The deployment each served model routes by. */
+  deploymentIds(): string[] {
+    return [...this.live.values()].map((m) => m.deploymentId);
+  }
+
+  /** Stops serving a model (its model or deployments are gone), letting its builds go. */
+  remove(modelId: string): void {
+    const previous = this.live.get(modelId);
+    if (!previous) return;
+    this.live.delete(modelId);
+    for (const [variation, buildId] of Object.entries(previous.traffic.variations)) this.release(loadKey(buildId, instanceTypeOf(previous.traffic, variation)));
+  }
+
   /** Lets go of what `acquire(traffic)` took, when that traffic is not going live after all. */
   discard(traffic: TrafficConfig): void {
     for (const [variation, buildId] of Object.entries(traffic.variations)) this.release(loadKey(buildId, instanceTypeOf(traffic, variation)));

@@ -53,7 +53,7 @@ export async function createRealtime(opts: {
   const dropped = new Counter({ name: 'shadow_requests_dropped_total', help: 'Shadow copies dropped because the shadow queue was full', registers: [opts.metrics] });
   const shadows = new ShadowDispatcher(config.shadow, () => dropped.inc());
   const predict = new PredictService({ models, deployments, audiences, registry, metrics, requestLog, shadows });
-  await deployer.restore();
+  // The live deployments are loaded by the replica's first snapshot (src/cluster/config-sync.ts).
   return {
     models,
     builds,
@@ -66,7 +66,6 @@ export async function createRealtime(opts: {
     shadows,
     metrics,
     async close() {
-      await deployer.idle();
       while (shadows.pending > 0) await new Promise((resolve) => setTimeout(resolve, 10));
       await registry.close();
       requestLog.close();

@@ -23,6 +23,10 @@ import { VectorService } from '../vectors/service.js';
 import { vectorRoutes } from './routes/vectors.js';
 import { vectorsElsewhereRoutes } from './routes/vectors-elsewhere.js';
 import { createRealtime, type Realtime } from '../realtime/service.js';
+import { ConfigListener } from '../cluster/config-listener.js';
+import { ConfigSync } from '../cluster/config-sync.js';
+import { ReplicaDirectory } from '../cluster/replicas.js';
+import { LibraryForwarder, REPLICA_HEADER } from './forward.js';
 import type { EngineInfo } from '../native/surface.js';
 import { cudaUnavailableReason } from '../native/cuda-availability.js';
 import { LibraryService } from '../llm/library/service.js';
@@ -53,8 +57,10 @@ export interface App {
   /** None on PostgreSQL: the vector store across replicas comes with its own change. */
   vectors: VectorService | undefined;
   library: LibraryService;
-  /** Marks the app as draining: /readyz answers 503 from then on. */
-  beginShutdown(): void;
+  /** This replica among those on the database, and its snapshot of the configuration. */
+  cluster: { replicas: ReplicaDirectory; sync: ConfigSync };
+  /** Marks the app as draining: /readyz answers 503 from then on, and deployments stop waiting for it. */
+  beginShutdown(): Promise<void>;
 }
 
 // Keys, tokens and secrets never reach the log, whatever a later log line includes.
@@ -90,6 +96,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   server.removeContentTypeParser('text/plain');
   installErrorHandling(server, config.bodyLimitBytes);
   server.decorateRequest('apiKeyId', null);
+  // Which replica answered; a forwarded answer carries the one that generated it instead.
+  server.addHook('onRequest', async (_request, reply) => {
+    reply.header(REPLICA_HEADER, config.replica.id);
+  });
   let ready = true;
   server.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -100,24 +110,53 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const keys = new ApiKeyStore(store.db, clock);
   // Revocations are read into memory and kept current, so that no request reads the database.
   await keys.revocations.start();
-  server.addHook('onClose', async () => keys.revocations.stop());
   const tokens = new TokenIssuer(resolveTokenSecret(config.dataDir, config.tokenSecret), clock);
   const limiter = new FailureLimiter(config.authFailureLimit, config.authFailureWindowMs, clock);
   const metrics = createMetricsRegistry();
   instrumentRequests(server, metrics);
 
   const realtime = await createRealtime({ db: store.db, config, clock, metrics, log: server.log, cudaUnavailable: () => cudaUnavailableReason() });
-  server.addHook('onClose', () => realtime.close());
   const vectors = store.local ? new VectorService(store.local, config.vectors, config.dataDir, server.log, metrics) : undefined;
-  if (vectors) server.addHook('onClose', () => vectors.close());
   const library = new LibraryService(store.db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => cudaUnavailableReason(), engine: config.llm }, server.log, clock);
   const llmMetrics = new LlmMetrics(metrics, () => library.liveInstances().map(({ modelId, instance }) => ({ modelId, stats: instance.model.stats() })), clock);
   await library.restore();
-  server.addHook('onClose', () => library.close());
+
+  // This replica's routing snapshot, kept current (src/cluster/): read before the app serves.
+  const replicas = new ReplicaDirectory(store.db, { id: config.replica.id, address: config.replica.address ?? `http://${config.host}:${config.port}` }, config.replica.timeoutMs);
+  const databaseUrl = store.dialect === 'postgres' ? config.databaseUrl : undefined;
+  const sync = new ConfigSync({
+    db: store.db,
+    replicas,
+    parts: [keys.revocations.snapshotPart, realtime.audiences.snapshotPart, realtime.deployer.snapshotPart, library.snapshotPart],
+    load: () => ({ ...realtime.deployer.load(), library: library.loadedIds() }),
+    pollMs: config.replica.configPollMs,
+    heartbeatMs: Math.max(50, Math.round(config.replica.timeoutMs / 5)),
+    log: server.log,
+    ...(databaseUrl
+      ? { listener: (callbacks) => new ConfigListener({ url: databaseUrl, applicationName: `platform-listen ${config.replica.id}`, log: server.log, ...callbacks }) }
+      : {}),
+  });
+  realtime.deployer.changed = () => sync.poke();
+  library.cluster = { selfId: replicas.self.id, live: () => sync.liveReplicas, poke: () => sync.poke() };
+  await sync.start();
+  const forwarder = new LibraryForwarder({
+    selfId: replicas.self.id,
+    live: () => sync.liveReplicas,
+    servedHere: (modelId) => library.servesHere(modelId),
+    deployedLive: async (modelId) => (await library.find(modelId))?.status === 'LIVE',
+  });
+  // In this order: stop reading the configuration, then let go of what it loaded.
+  server.addHook('onClose', async () => {
+    await sync.stop();
+    keys.revocations.stop();
+    await library.close();
+    await realtime.close();
+    await vectors?.close();
+  });
 
   // First: the document learns each route as it is registered.
   await registerOpenApi(server);
-  await server.register(healthRoutes, { isReady: () => ready });
+  await server.register(healthRoutes, { isReady: () => ready && sync.hasSnapshot() });
   await server.register(tokenRoutes, { keys, tokens, limiter });
   if (config.metricsPublic) await server.register(metricsRoute, { registry: metrics });
   if (config.docsPublic) await server.register(docsRoutes);
@@ -130,10 +169,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (!config.docsPublic) await api.register(docsRoutes);
     await api.register(keysRoutes, { keys });
     await api.register(engineRoutes, { engineInfo: deps.engineInfo });
-    await api.register(realtimeRoutes, { realtime, maxBuildBytes: config.maxBuildBytes, libraryMetrics: (id) => llmMetrics.summary(id) });
-    await api.register(libraryRoutes, { library });
-    await api.register(chatRoutes, { library, metrics: llmMetrics });
-    await api.register(openAiRootRoutes, { library, metrics: llmMetrics });
+    await api.register(realtimeRoutes, {
+      realtime,
+      maxBuildBytes: config.maxBuildBytes,
+      libraryWindow: (id) => llmMetrics.window(id),
+      cluster: { selfId: replicas.self.id, live: () => sync.liveReplicas },
+      replicas,
+    });
+    await api.register(libraryRoutes, { library, replicas });
+    await api.register(chatRoutes, { library, metrics: llmMetrics, forwarder });
+    await api.register(openAiRootRoutes, { library, metrics: llmMetrics, forwarder });
     if (vectors) await api.register(vectorRoutes, { vectors, maxBodyBytes: config.vectors.maxBodyBytes });
     else await api.register(vectorsElsewhereRoutes);
   });
@@ -146,8 +191,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     realtime,
     vectors,
     library,
-    beginShutdown: () => {
+    cluster: { replicas, sync },
+    beginShutdown: async () => {
       ready = false;
+      await sync.drain();
     },
   };
 }

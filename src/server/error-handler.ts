@@ -42,7 +42,9 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number): v
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const apiError = err instanceof ApiError ? err : fromFastify(err, request, bodyLimit);
     if (apiError) {
-      if (apiError.status >= 500) request.log.error({ err }, 'request failed');
+      // 503 is a state the caller is told to wait out (loading, draining, overloaded), not a fault.
+      if (apiError.status === 503) request.log.info({ code: apiError.code, reason: apiError.message }, 'request refused: unavailable');
+      else if (apiError.status >= 500) request.log.error({ err }, 'request failed');
       return reply.code(apiError.status).headers(apiError.headers).send(apiError.body());
     }
     request.log.error({ err }, 'unhandled error');

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // `npm start`: reads the configuration, loads the native engine and the database, serves, prints
 // one human line on stderr (start-line.ts) once the models are restored, and on SIGTERM or
-// SIGINT drains in-flight requests, closes the database and exits 0.
+// SIGINT drains: /readyz 503 (and the replica no longer counted by deployments) for
+// DRAIN_DELAY_SECONDS while still serving, then no new connections, in-flight requests and streams
+// finished within SHUTDOWN_TIMEOUT_SECONDS (cut after it), the replica marked gone, exit 0.
 import { loadConfig, ConfigError } from '../config.js';
 import { loadAddon, AddonLoadError } from '../native/addon.js';
 import { openStore, type Store } from '../store/store.js';
@@ -54,7 +56,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     stopping = true;
-    app.beginShutdown();
+    await app.beginShutdown().catch((err: unknown) => server.log.warn({ err }, 'could not record this replica as draining'));
     // Readiness is 503 from here on, but requests are still taken for the drain delay, so that a
     // load balancer (a Kubernetes Service) stops sending before the listener closes.
     if (config.drainDelayMs > 0) {
@@ -62,11 +64,18 @@ async function main(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs));
     }
     server.log.info({ signal }, 'shutting down: finishing requests in flight');
-    const timer = setTimeout(() => {
-      server.log.error('requests still in flight after the shutdown timeout; exiting');
-      process.exit(1);
+    // The bound: what is still in flight then (a long stream) is cut, and the stop goes on.
+    const cut = setTimeout(() => {
+      server.log.warn({ timeoutSeconds: config.shutdownTimeoutMs / 1000 }, 'requests still in flight after the shutdown timeout; closing their connections');
+      server.server.closeAllConnections();
     }, config.shutdownTimeoutMs);
-    timer.unref();
+    cut.unref();
+    // Should closing itself hang (a native call that does not return), do not outlive the grace period by much.
+    const last = setTimeout(() => {
+      server.log.error('shutdown did not finish 10 s after the timeout; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 10_000);
+    last.unref();
     await server.close();
     await store.close();
     server.log.info('stopped');
@@ -82,9 +91,13 @@ async function main(): Promise<void> {
     await store.close();
     fail(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, 1);
   }
+  // Listening on port 0, the replica learns its address only now.
+  if (config.replica.address === undefined) await app.cluster.replicas.setAddress(url);
   // Library models load in the background while the host already serves; the line waits for
   // them so that it says how each one ended.
   await app.library.whenRestored();
+  // A load ends by having the replica report it, which makes it LIVE once every replica has it.
+  await app.cluster.sync.idle();
   if (!stopping) process.stderr.write(startLine(url, config.dataDir, config.modelsDir, modelsDirState, await modelsAtStart(app), store.dialect === 'postgres' ? store.location : undefined) + '\n');
 }
 

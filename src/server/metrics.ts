@@ -2,7 +2,7 @@
 // in one process), the process's default metrics and a request-latency histogram per route.
 // Later areas register their own metrics on `registry`.
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { responses } from './schemas.js';
 
 export function createMetricsRegistry(): Registry {
@@ -18,6 +18,14 @@ export function instrumentRequests(app: FastifyInstance, registry: Registry): vo
     labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
+  });
+  // The per-replica load that a HorizontalPodAutoscaler scales on (deploy/helm): requests taken
+  // and not yet answered, streams included.
+  const inFlight = new Gauge({ name: 'platform_requests_in_flight', help: 'HTTP requests received and not yet answered (streams until they end)', registers: [registry] });
+  app.addHook('onRequest', async (_request, reply) => {
+    inFlight.inc();
+    // 'close' comes once per response, finished or cut off by the client ('finish' does not).
+    reply.raw.once('close', () => inFlight.dec());
   });
   app.addHook('onResponse', async (request, reply) => {
     // Unmatched paths share one label, so that probing random URLs cannot grow the series.

@@ -23,3 +23,11 @@ export const latencySummarySchema = {
   required: ['mean', 'p50', 'p99'],
   properties: { mean: { type: ['number', 'null'] }, p50: { type: ['number', 'null'] }, p99: { type: ['number', 'null'] } },
 } as const;
+
+/** ReplicaCount (src/cluster/replicas.ts): of the live replicas, how many have applied something. */
+export const replicaCountSchema = {
+  type: 'object',
+  description: 'Of the live replicas of the host on this database, how many have applied it',
+  required: ['applied', 'total'],
+  properties: { applied: { type: 'integer' }, total: { type: 'integer' } },
+} as const;

@@ -17,6 +17,8 @@ export class EventStream {
   ) {
     reply.hijack();
     reply.raw.writeHead(200, {
+      // What hooks set before (x-replica-id): a hijacked reply sends only what is written here.
+      ...(reply.getHeaders() as Record<string, string>),
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       connection: 'keep-alive',

@@ -37,6 +37,78 @@ const FAILURE_KIND = `
         WHERE status = 'FAILED';
     `;
 
+// The tables whose changes the replicas' routing snapshots are made of (src/cluster/). A change
+// to any of them bumps config_version in the changing transaction, through triggers, so that no
+// code path can forget it; on PostgreSQL the trigger also sends the new version with pg_notify,
+// which is delivered at commit. API keys count only for a revocation: a token exchange writes
+// last_used_at and must not wake every replica.
+const CONFIG_TABLES = ['models', 'deployments', 'audiences', 'library_deployments'] as const;
+
+const CLUSTER_SQLITE = `
+      -- One row: the version of the configuration the replicas route by.
+      CREATE TABLE config_version (
+        id      INTEGER PRIMARY KEY CHECK (id = 1),
+        version INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO config_version (id, version) VALUES (1, 1);
+      ${CONFIG_TABLES.flatMap((t) =>
+        ['INSERT', 'UPDATE', 'DELETE'].map(
+          (op) => `CREATE TRIGGER ${t}_${op.toLowerCase()}_config AFTER ${op} ON ${t} BEGIN UPDATE config_version SET version = version + 1 WHERE id = 1; END;`,
+        ),
+      ).join('\n      ')}
+      CREATE TRIGGER api_keys_revoke_config AFTER UPDATE OF revoked_at ON api_keys BEGIN UPDATE config_version SET version = version + 1 WHERE id = 1; END;
+      -- Each replica of the host: where it is, whether it is alive, and what it has applied.
+      CREATE TABLE replicas (
+        id              TEXT PRIMARY KEY,      -- REPLICA_ID (the pod name on Kubernetes)
+        address         TEXT NOT NULL,         -- the URL other replicas reach it at
+        state           TEXT NOT NULL CHECK (state IN ('starting', 'serving', 'draining', 'gone')),
+        started_at      INTEGER NOT NULL,      -- unix ms
+        heartbeat_at    INTEGER NOT NULL,      -- unix ms, the database's clock
+        applied_version INTEGER NOT NULL,      -- the config_version of its routing snapshot; 0 before the first
+        loaded          TEXT NOT NULL          -- JSON: what it serves and prepares (src/cluster/replicas.ts)
+      ) STRICT;
+    `;
+
+const CLUSTER_POSTGRES = `
+      CREATE TABLE config_version (
+        id      INTEGER PRIMARY KEY CHECK (id = 1),
+        version BIGINT NOT NULL
+      );
+      INSERT INTO config_version (id, version) VALUES (1, 1);
+      -- Deferred to the commit, and once per transaction: the row of config_version is then the
+      -- last lock any transaction takes, so it cannot close a cycle of waits (an AFTER STATEMENT
+      -- trigger deadlocked a status update against a concurrent insert waiting on its row).
+      CREATE FUNCTION platform_config_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE v BIGINT;
+      BEGIN
+        IF current_setting('platform.config_bumped', true) = txid_current()::text THEN
+          RETURN NULL;
+        END IF;
+        PERFORM set_config('platform.config_bumped', txid_current()::text, true);
+        UPDATE config_version SET version = version + 1 WHERE id = 1 RETURNING version INTO v;
+        PERFORM pg_notify('platform_config', v::text);
+        RETURN NULL;
+      END $$;
+      ${CONFIG_TABLES.map((t) => `CREATE CONSTRAINT TRIGGER ${t}_config AFTER INSERT OR UPDATE OR DELETE ON ${t} DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION platform_config_changed();`).join('\n      ')}
+      CREATE CONSTRAINT TRIGGER api_keys_revoke_config AFTER UPDATE OF revoked_at ON api_keys DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION platform_config_changed();
+      CREATE TABLE replicas (
+        id              TEXT PRIMARY KEY,
+        address         TEXT NOT NULL,
+        state           TEXT NOT NULL CHECK (state IN ('starting', 'serving', 'draining', 'gone')),
+        started_at      BIGINT NOT NULL,
+        heartbeat_at    BIGINT NOT NULL,
+        applied_version BIGINT NOT NULL,
+        loaded          TEXT NOT NULL
+      );
+    `;
+
+const LIBRARY_PLACEMENT = `
+      -- On how many replicas a library model runs (each replica runs its own engine): NULL, on
+      -- every replica; N, on the N live replicas that rendezvous hashing of the model id picks
+      -- (src/cluster/placement.ts). Requests that reach another replica are forwarded.
+      ALTER TABLE library_deployments ADD COLUMN replicas INTEGER CHECK (replicas IS NULL OR replicas >= 1);
+    `;
+
 export const migrations: readonly Migration[] = [
   {
     version: 1,
@@ -265,5 +337,17 @@ export const migrations: readonly Migration[] = [
         created_at BIGINT NOT NULL
       );
     `,
+  },
+  {
+    version: 9,
+    name: 'cluster',
+    sql: CLUSTER_SQLITE,
+    postgres: CLUSTER_POSTGRES,
+  },
+  {
+    version: 10,
+    name: 'library_placement',
+    sql: LIBRARY_PLACEMENT,
+    postgres: LIBRARY_PLACEMENT,
   },
 ];

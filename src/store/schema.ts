@@ -87,6 +87,26 @@ export interface LibraryDeploymentsTable {
   created_at: number;
   updated_at: number;
   failure_kind: 'missing_file' | 'load_error' | 'interrupted' | null;
+  /** On how many replicas it runs; null: every replica. */
+  replicas: Generated<number | null>;
+}
+
+/** One row (id 1): the configuration version, bumped by triggers on every routing change (migration 9). */
+export interface ConfigVersionTable {
+  id: number;
+  version: number;
+}
+
+/** Each replica of the host on this database (src/cluster/replicas.ts). */
+export interface ReplicasTable {
+  id: string;
+  address: string;
+  state: 'starting' | 'serving' | 'draining' | 'gone';
+  started_at: number;
+  heartbeat_at: number;
+  applied_version: number;
+  /** JSON ReplicaLoad */
+  loaded: string;
 }
 
 export interface SchemaMigrationsTable {
@@ -104,5 +124,7 @@ export interface ControlPlaneTables {
   deployments: DeploymentsTable;
   audiences: AudiencesTable;
   library_deployments: LibraryDeploymentsTable;
+  config_version: ConfigVersionTable;
+  replicas: ReplicasTable;
   schema_migrations: SchemaMigrationsTable;
 }

@@ -100,7 +100,11 @@ async function runServer(bin: string, data: string, socketDir: string, port: num
   const [cmd, args] = asServerUser(path.join(bin, 'postgres'), ['-D', data, '-h', '127.0.0.1', '-p', String(port), '-k', socketDir, ...settings]);
   const server = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
-  server.stderr!.on('data', (chunk: Buffer) => (log += chunk));
+  server.stderr!.on('data', (chunk: Buffer) => {
+    log += chunk;
+    // TEST_POSTGRES_LOG=<file>: the server's log, for a failure that needs its side (a deadlock).
+    if (process.env.TEST_POSTGRES_LOG) fs.appendFileSync(process.env.TEST_POSTGRES_LOG, chunk);
+  });
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
   const url = `postgres://${USER}@127.0.0.1:${port}/postgres`;
   const deadline = Date.now() + 20_000;

@@ -21,6 +21,10 @@ export interface LibraryDeploymentJson {
   license: string | null;
   instance_type: string;
   threads: number | null;
+  /** On how many replicas it runs; null: every replica. */
+  placement: number | null;
+  /** GET of one deployment: of the replicas it is placed on, how many have it loaded. */
+  replicas?: { applied: number; total: number };
   pending_instance_type: string | null;
   last_instance_error: string | null;
   status: string;
@@ -39,11 +43,13 @@ function human(n: number, unit: string, base = 1000): string {
   return `${n.toFixed(n < 10 && i > 0 ? 1 : 0)}${prefixes[i]}${unit}`;
 }
 
-function threads(value: string | undefined): number | undefined {
+function positive(option: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw usageError('--threads must be a positive integer');
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw usageError(`${option} must be a positive integer`);
   return Number(value);
 }
+
+const threads = (value: string | undefined) => positive('--threads', value);
 
 async function follow(client: PlatformClient, modelId: string, done: (d: LibraryDeploymentJson) => boolean): Promise<LibraryDeploymentJson> {
   const progress = createProgress();
@@ -101,13 +107,15 @@ export function registerLibraryCommands(program: Command, models: Command): void
     .requiredOption('--model-id <id>', 'the model id clients put in URLs and in the "model" field')
     .option('--instance-type <type>', 'cpu or cuda', 'cpu')
     .option('--threads <n>', 'CPU threads (default: all cores)')
+    .option('--replicas <n>', 'run on this many replicas of the host (default: every replica); the others forward its requests')
     .option('--wait', 'follow the load until the model is live')
-    .action(async (name: string, opts: { modelId: string; instanceType: string; threads?: string; wait?: boolean }) => {
+    .action(async (name: string, opts: { modelId: string; instanceType: string; threads?: string; replicas?: string; wait?: boolean }) => {
       if (!isInstanceType(opts.instanceType)) throw usageError('--instance-type must be cpu or cuda');
       const client = clientFromEnv();
       const n = threads(opts.threads);
+      const replicas = positive('--replicas', opts.replicas);
       const dep = await client.request<LibraryDeploymentJson>('POST', '/api/v1/library/deployments', {
-        body: { name, model_id: opts.modelId, instance_type: opts.instanceType, ...(n !== undefined ? { threads: n } : {}) },
+        body: { name, model_id: opts.modelId, instance_type: opts.instanceType, ...(n !== undefined ? { threads: n } : {}), ...(replicas !== undefined ? { replicas } : {}) },
       });
       process.stdout.write(`${dep.model_id}\n`);
       if (opts.wait) await follow(client, dep.model_id, (d) => d.status === 'LIVE');

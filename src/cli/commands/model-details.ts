@@ -28,7 +28,12 @@ export interface ModelDetailsJson {
   model: { model_id: string; project: string; description: string; kind: string; created_at: number };
   live_deployment: DeploymentJson | null;
   deployment_in_progress: DeploymentJson | null;
+  /** Of the live replicas, how many serve the live deployment (or have the library model loaded). */
+  replicas: { applied: number; total: number };
 }
+
+/** "applied on 2/3 replicas" */
+const appliedOn = (r: { applied: number; total: number }) => `applied on ${r.applied}/${r.total} replica${r.total === 1 ? '' : 's'}`;
 
 /** "dep_... (deploy of canary, LIVE since ...)": one deployment in a line. */
 function deploymentLine(d: DeploymentJson): string {
@@ -75,6 +80,7 @@ export async function formatModelDetails(client: PlatformClient, info: ModelDeta
       ['status', dep.status + (dep.reason ? `: ${dep.reason}` : '')],
       ['instance', `${dep.instance_type}${dep.threads !== null ? `, ${dep.threads} thread${dep.threads === 1 ? '' : 's'}` : ''}`],
     );
+    fields.push(['replicas', appliedOn(dep.replicas ?? info.replicas) + (dep.placement !== null && dep.placement !== undefined ? ` (placed on ${dep.placement})` : '')]);
     if (dep.pending_instance_type) fields.push(['switching to', dep.pending_instance_type]);
     if (dep.last_instance_error) fields.push(['last switch failed', dep.last_instance_error]);
     fields.push(['licence', dep.license ?? '-']);
@@ -82,6 +88,7 @@ export async function formatModelDetails(client: PlatformClient, info: ModelDeta
   }
   const live = info.live_deployment;
   fields.push(['live', live ? deploymentLine(live) : 'nothing deployed']);
+  if (live) fields.push(['replicas', appliedOn(info.replicas)]);
   if (info.deployment_in_progress) fields.push(['in progress', deploymentLine(info.deployment_in_progress)]);
   if (live) fields.push(['fallback', live.traffic.fallbackVariation ?? '-']);
   return formatFields(fields) + (live && Object.keys(live.traffic.variations).length > 0 ? await trafficTables(client, live) : '');

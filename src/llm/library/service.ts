@@ -2,17 +2,23 @@
 // `library`. Loading is asynchronous (PENDING -> DEPLOYING -> LIVE, or FAILED with the reason);
 // changing the instance type loads a second instance, switches new requests to it when it is
 // ready, and unloads the first once its requests have finished; undeploying frees the memory.
+// Each replica runs its own engine: as a part of the replica's snapshot (`snapshotPart`) it loads
+// the deployments it does not hold, unloads those undeployed elsewhere and follows instance
+// changes made elsewhere; a deployment goes LIVE once every live replica has it loaded. A
+// deployment on its way when the host stopped is carried on at the next start.
 import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely, Selectable } from 'kysely';
 import { forUpdate, isUniqueViolation } from '../../store/dialect.js';
 import type { ControlPlaneTables, LibraryDeploymentsTable } from '../../store/schema.js';
-import { conflict, invalidArgument, notFound, unavailable, type ApiError } from '../../errors.js';
+import { ApiError, conflict, invalidArgument, notFound, unavailable } from '../../errors.js';
 import type { ModelStore } from '../../models/store.js';
 import { LIBRARY_PROJECT } from '../../models/names.js';
 import { findInCatalog, listCatalog } from './catalog.js';
 import type { InstanceType } from '../../native/surface.js';
 import { LlmInstance, ModelFileMissingError, type InstanceOptions } from './instance.js';
+import type { ReplicaRecord } from '../../cluster/replicas.js';
+import { placement } from '../../cluster/placement.js';
 
 export type LibraryStatus = 'PENDING' | 'DEPLOYING' | 'LIVE' | 'FAILED';
 
@@ -35,6 +41,8 @@ export interface LibraryDeployment {
   reason: string | null;
   /** Set when FAILED. */
   failureKind: LibraryFailureKind | null;
+  /** On how many replicas it runs; null: on every replica. */
+  replicas: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -52,6 +60,7 @@ const toRecord = (r: Row): LibraryDeployment => ({
   status: r.status,
   reason: r.reason,
   failureKind: r.failure_kind,
+  replicas: r.replicas ?? null,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -64,6 +73,17 @@ export interface LibraryOptions {
   engine?: Pick<InstanceOptions, 'contextLength' | 'maxRunningSequences' | 'maxQueued' | 'kvCacheBytes'>;
 }
 
+/** What the library needs of the replica it runs in (src/cluster/). */
+export interface LibraryCluster {
+  selfId: string;
+  /** The live replicas, as last read. */
+  live(): ReplicaRecord[];
+  /** Reads the configuration again now: after a load, so that the replica reports it. */
+  poke(): void;
+}
+
+const holds = (r: ReplicaRecord, modelId: string) => r.loaded.library.some((m) => m.startsWith(`${modelId}@`));
+
 export class LibraryService {
   private readonly live = new Map<string, LlmInstance>();
   private readonly loading = new Set<Promise<void>>();
@@ -72,6 +92,18 @@ export class LibraryService {
    * undeploy sees the count change and unloads what it loaded instead of making it live.
    */
   private readonly undeploys = new Map<string, number>();
+  /** Models whose load runs on this host now. */
+  private readonly loadingIds = new Set<string>();
+  /** Models whose load failed on this host, with the row's updated_at then: not tried again until it changes. */
+  private readonly failedHere = new Map<string, number>();
+  /** Deployments on their way at the last read of the configuration. */
+  private inProgress: LibraryDeployment[] = [];
+  /**
+   * Set when the host keeps a replica snapshot (src/server/app.ts): models are placed on the live
+   * replicas, and a deployment goes LIVE once every replica it is placed on has it loaded. Unset
+   * (a service on its own, in tests), a load makes the deployment LIVE at once.
+   */
+  cluster: LibraryCluster | undefined;
 
   constructor(
     private readonly db: Kysely<ControlPlaneTables>,
@@ -149,14 +181,26 @@ export class LibraryService {
     if (dep.status === 'FAILED') {
       throw unavailable(`model "${modelId}" failed to load; its deployment status (GET /api/v1/library/deployments/${modelId}) says why`);
     }
+    // LIVE, but not here: placed on other replicas, or moving (a request forwarded in between).
+    if (dep.status === 'LIVE') throw new ApiError('unavailable', `model "${modelId}" is not loaded on this replica right now; retry shortly`, null, { 'retry-after': '1' });
     throw unavailable(`model "${modelId}" is not live yet (${dep.status}); retry when it is LIVE`);
+  }
+
+  /** Whether `modelId` is loaded and serving on this host. */
+  servesHere(modelId: string): boolean {
+    return this.live.has(modelId);
+  }
+
+  /** The models loaded here, as "<model id>@<instance type>/<threads or all>" (for the replica's row). */
+  loadedIds(): string[] {
+    return [...this.live].map(([modelId, i]) => `${modelId}@${i.options.instanceType}/${i.options.threads ?? 'all'}`);
   }
 
   liveInstances(): Array<{ modelId: string; instance: LlmInstance }> {
     return [...this.live].map(([modelId, instance]) => ({ modelId, instance }));
   }
 
-  async deploy(nameOrFile: string, modelId: string, instanceType: InstanceType, threads: number | null): Promise<LibraryDeployment> {
+  async deploy(nameOrFile: string, modelId: string, instanceType: InstanceType, threads: number | null, replicas: number | null = null): Promise<LibraryDeployment> {
     this.checkInstanceType(instanceType);
     const entry = await findInCatalog(this.options.modelsDir, nameOrFile);
     if (!entry) throw notFound(`no GGUF file or model named "${nameOrFile}" in MODELS_DIR; see "platform library list"`, 'name');
@@ -172,6 +216,7 @@ export class LibraryService {
       status: 'PENDING',
       reason: null,
       failure_kind: null,
+      replicas,
       created_at: now,
       updated_at: now,
     };
@@ -190,8 +235,10 @@ export class LibraryService {
       // Another deploy (here or on another replica) took the model id or the name first.
       throw (await this.deployConflict(this.db, modelId, entry.name)) ?? conflict(`model "${modelId}" or "${entry.name}" was deployed at the same time; try again`, 'model_id');
     }
-    this.startLoad(modelId);
-    return toRecord(row);
+    const record = toRecord(row);
+    // In a replica, only where it is placed; the other replicas' reads of the change load it there.
+    if (!this.cluster || this.placedHere(record)) this.startLoad(modelId);
+    return record;
   }
 
   /** Why `modelId` cannot be deployed from the file named `name`: its id or the file is taken. */
@@ -218,6 +265,13 @@ export class LibraryService {
     // From here to the set, no await: two changes of one model cannot both pass.
     const busy = this.pendingInstance.get(modelId);
     if (busy) throw conflict(`model "${modelId}" is already switching to ${busy}`, 'model_id');
+    this.switchInstance(dep, instanceType, threads);
+    return dep;
+  }
+
+  /** Loads `dep` on a new instance, records it, and moves new requests to it (changeInstance). */
+  private switchInstance(dep: LibraryDeployment, instanceType: InstanceType, threads: number | null): void {
+    const modelId = dep.modelId;
     this.pendingInstance.set(modelId, instanceType);
     this.instanceErrors.delete(modelId);
     const undeploys = this.undeployCount(modelId);
@@ -229,9 +283,11 @@ export class LibraryService {
           .updateTable('library_deployments')
           .set({ instance_type: instanceType, threads, updated_at: this.clock() })
           .where('model_id', '=', modelId)
+          .where((eb) => eb.or([eb('instance_type', '!=', instanceType), threads === null ? eb('threads', 'is not', null) : eb.or([eb('threads', 'is', null), eb('threads', '!=', threads)])]))
           .executeTakeFirst();
+        const row = await this.find(modelId);
         // Undeployed while loading (no row left, or undeployed here): free the new instance.
-        if (Number(updated.numUpdatedRows) === 0 || this.undeployCount(modelId) !== undeploys) {
+        if (!row || this.undeployCount(modelId) !== undeploys || (Number(updated.numUpdatedRows) === 0 && (row.instanceType !== instanceType || row.threads !== threads))) {
           const unused = next;
           next = undefined;
           await unused.unload();
@@ -252,7 +308,6 @@ export class LibraryService {
     })();
     this.loading.add(task);
     void task.finally(() => this.loading.delete(task));
-    return dep;
   }
 
   async undeploy(modelId: string): Promise<void> {
@@ -273,28 +328,99 @@ export class LibraryService {
   }
 
   /**
-   * Reloads every LIVE deployment after a restart, in the background (503 until loaded), and
-   * tries once more each FAILED one whose file was missing: if the file is back it goes LIVE,
-   * otherwise it is FAILED again with the same reason. One try per start, so nothing spins.
-   * Resolves once the records are settled and the loads have started (`whenRestored` waits for
-   * the loads).
+   * Loads, after a restart, every LIVE deployment and every one that was on its way, in the
+   * background (503 until loaded), and tries once more each FAILED one whose file was missing: if
+   * the file is back it goes LIVE, otherwise it is FAILED again with the same reason. One try per
+   * start, so nothing spins. Resolves once the loads have started (`whenRestored` waits for them).
    */
   async restore(): Promise<void> {
-    await this.db
-      .updateTable('library_deployments')
-      .set({ status: 'FAILED', reason: 'interrupted by a restart of the host', failure_kind: 'interrupted' })
-      .where('status', 'in', ['PENDING', 'DEPLOYING'])
-      .execute();
     const tasks: Promise<void>[] = [];
     for (const dep of await this.list()) {
-      if (dep.status === 'LIVE') tasks.push(this.startLoad(dep.modelId));
-      else if (dep.status === 'FAILED' && dep.failureKind === 'missing_file') {
+      if (dep.status === 'FAILED') {
+        if (dep.failureKind !== 'missing_file') continue;
         this.log.info({ modelId: dep.modelId, file: dep.file }, 'library model failed for a missing file: trying again');
-        tasks.push(this.startLoad(dep.modelId));
-      } else continue;
+        await this.setStatus(dep.modelId, 'PENDING');
+      }
+      tasks.push(this.startLoad(dep.modelId));
       this.triedAtStart.add(dep.modelId);
     }
     this.restored = Promise.all(tasks).then(() => undefined);
+  }
+
+  /**
+   * Library models as a part of the replica's snapshot (src/cluster/config-sync.ts): load what is
+   * deployed and not held here, unload what was undeployed elsewhere, follow an instance change
+   * made elsewhere; and make LIVE what every live replica has loaded.
+   */
+  readonly snapshotPart = {
+    name: 'library',
+    apply: () => this.apply(),
+    advance: (live: ReplicaRecord[]) => this.advance(live),
+    // Also while this replica holds a model placed elsewhere now, until the new holders have it.
+    waiting: () => this.inProgress.length > 0 || this.handingOver,
+  };
+
+  private handingOver = false;
+
+  private async apply(): Promise<void> {
+    const deployments = await this.list();
+    const byId = new Map(deployments.map((d) => [d.modelId, d]));
+    this.inProgress = deployments.filter((d) => d.status === 'PENDING' || d.status === 'DEPLOYING');
+    for (const [modelId, instance] of [...this.live]) {
+      const dep = byId.get(modelId);
+      if (!dep || dep.status === 'FAILED' || (!this.placedHere(dep) && this.heldWherePlaced(dep))) {
+        // Undeployed, failed on another replica, or placed elsewhere now: this one lets it go.
+        this.undeploys.set(modelId, this.undeployCount(modelId) + 1);
+        this.live.delete(modelId);
+        const why = !dep ? 'undeployed elsewhere' : dep.status === 'FAILED' ? 'failed elsewhere' : 'placed on other replicas';
+        this.log.info({ modelId }, `library model ${why}: unloaded here`);
+        void this.retire(instance);
+      } else if ((dep.instanceType !== instance.options.instanceType || dep.threads !== instance.options.threads) && !this.pendingInstance.has(modelId)) {
+        this.switchInstance(dep, dep.instanceType, dep.threads);
+      }
+    }
+    this.handingOver = deployments.some((d) => this.live.has(d.modelId) && !this.placedHere(d));
+    for (const dep of deployments) {
+      if (dep.status === 'FAILED' || this.live.has(dep.modelId) || this.loadingIds.has(dep.modelId) || !this.placedHere(dep)) continue;
+      if (this.failedHere.get(dep.modelId) === dep.updatedAt) continue;
+      void this.startLoad(dep.modelId);
+    }
+  }
+
+  /** The replicas `dep` runs on, of the live ones (this one counted while it drains). */
+  placedOn(dep: Pick<LibraryDeployment, 'modelId' | 'replicas'>, live: ReplicaRecord[] = this.cluster?.live() ?? []): string[] {
+    if (!this.cluster) return [];
+    const ids = new Set(live.map((r) => r.id));
+    ids.add(this.cluster.selfId);
+    return placement(dep.modelId, dep.replicas, [...ids]);
+  }
+
+  /** Whether every replica `dep` is placed on has it loaded: only then does a replica it moved from let it go. */
+  private heldWherePlaced(dep: LibraryDeployment): boolean {
+    const live = this.cluster?.live() ?? [];
+    return this.placedOn(dep).every((id) => live.some((r) => r.id === id && holds(r, dep.modelId)));
+  }
+
+  private placedHere(dep: LibraryDeployment): boolean {
+    return !this.cluster || this.placedOn(dep).includes(this.cluster.selfId);
+  }
+
+  /** Makes LIVE each deployment on its way that every replica it is placed on has loaded; true when one went LIVE. */
+  private async advance(live: ReplicaRecord[]): Promise<boolean> {
+    let changed = false;
+    for (const dep of this.inProgress) {
+      if (!this.live.has(dep.modelId)) continue;
+      const placed = new Set(this.placedOn(dep, live));
+      if (!live.filter((r) => placed.has(r.id)).every((r) => holds(r, dep.modelId))) continue;
+      const result = await this.db
+        .updateTable('library_deployments')
+        .set({ status: 'LIVE', reason: null, failure_kind: null, updated_at: this.clock() })
+        .where('model_id', '=', dep.modelId)
+        .where('status', 'in', ['PENDING', 'DEPLOYING'])
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) > 0) changed = true;
+    }
+    return changed;
   }
 
   /** The models `restore` tried to load at this start (LIVE ones, and FAILED ones whose file was missing). */
@@ -329,13 +455,26 @@ export class LibraryService {
     return this.undeploys.get(modelId) ?? 0;
   }
 
-  /** Records a status; false when the deployment is gone (undeployed meanwhile). */
-  private async setStatus(modelId: string, status: LibraryStatus, failure: { kind: LibraryFailureKind; reason: string } | null = null): Promise<boolean> {
-    const result = await this.db
+  /**
+   * Records a status, from any status or only from `from`; false when the deployment is gone
+   * (undeployed meanwhile) or was not in one of those. With `unlessServedElsewhere`, a failure is
+   * recorded only while no other live replica has the model loaded.
+   */
+  private async setStatus(
+    modelId: string,
+    status: LibraryStatus,
+    failure: { kind: LibraryFailureKind; reason: string } | null = null,
+    from?: LibraryStatus[],
+    unlessServedElsewhere = false,
+  ): Promise<boolean> {
+    const cluster = this.cluster;
+    if (unlessServedElsewhere && cluster?.live().some((r) => r.id !== cluster.selfId && holds(r, modelId))) return false;
+    let query = this.db
       .updateTable('library_deployments')
       .set({ status, reason: failure?.reason ?? null, failure_kind: failure?.kind ?? null, updated_at: this.clock() })
-      .where('model_id', '=', modelId)
-      .executeTakeFirst();
+      .where('model_id', '=', modelId);
+    if (from) query = query.where('status', 'in', from);
+    const result = await query.executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
   }
 
@@ -352,15 +491,17 @@ export class LibraryService {
 
   private startLoad(modelId: string): Promise<void> {
     const undeploys = this.undeployCount(modelId);
+    this.loadingIds.add(modelId);
     const task = (async () => {
       await new Promise((resolve) => setImmediate(resolve));
       const dep = await this.find(modelId);
       if (!dep) return;
       let instance: LlmInstance | undefined;
       try {
-        await this.setStatus(modelId, 'DEPLOYING');
+        if (dep.status === 'PENDING') await this.setStatus(modelId, 'DEPLOYING', null, ['PENDING']);
         instance = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType: dep.instanceType, threads: dep.threads, ...this.options.engine });
-        const recorded = await this.setStatus(modelId, 'LIVE');
+        // On its own the service makes it LIVE now; in a replica, once every live replica has it.
+        const recorded = this.cluster ? (await this.find(modelId)) !== undefined : await this.setStatus(modelId, 'LIVE');
         // Undeployed while loading (no row left, or undeployed here): free what was loaded. Checked
         // and set with no await between, so an undeploy on this host either comes first (and is
         // seen here) or finds the instance live and unloads it.
@@ -372,12 +513,18 @@ export class LibraryService {
         }
         this.live.set(modelId, instance);
         instance = undefined;
-        this.log.info({ modelId, file: dep.file }, 'library model live');
+        this.log.info({ modelId, file: dep.file }, 'library model loaded');
+        this.cluster?.poke();
       } catch (err) {
         if (instance) await instance.unload().catch(() => undefined);
         const failure = this.failureOf(err, dep.file);
-        await this.setStatus(modelId, 'FAILED', failure).catch((e: unknown) => this.log.error({ modelId, err: e }, 'cannot record a library load failure'));
+        this.failedHere.set(modelId, dep.updatedAt);
+        // A deployment other replicas serve stays LIVE: this replica reports it is not loaded here.
+        await this.setStatus(modelId, 'FAILED', failure, dep.status === 'LIVE' ? ['LIVE'] : ['PENDING', 'DEPLOYING', 'LIVE'], dep.status === 'LIVE')
+          .catch((e: unknown) => this.log.error({ modelId, err: e }, 'cannot record a library load failure'));
         this.log.warn({ modelId, failureKind: failure.kind, reason: failure.reason }, 'library model failed to load');
+      } finally {
+        this.loadingIds.delete(modelId);
       }
     })();
     this.loading.add(task);

@@ -4,6 +4,7 @@
 // the model in the body) is openai-root.ts; both answer through openai-answers.ts.
 import type { FastifyPluginAsync } from 'fastify';
 import { invalidArgument } from '../../errors.js';
+import type { LibraryForwarder } from '../forward.js';
 import type { LibraryService } from '../../llm/library/service.js';
 import type { LlmMetrics } from '../../llm/metrics.js';
 import { modelParams, responses } from '../schemas.js';
@@ -12,6 +13,8 @@ import { answerCompletion, chatAnswerSchema, chatBodySchema, chatForm, liveModel
 export interface ChatRouteOptions {
   library: LibraryService;
   metrics: LlmMetrics;
+  /** Sends a request to the replica that should answer it (src/server/forward.ts). */
+  forwarder?: LibraryForwarder;
 }
 
 /** The body's `model` must name the model of the URL, as a client sends both. */

@@ -6,7 +6,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { LibraryDeployment, LibraryService } from '../../llm/library/service.js';
 import { INSTANCE_TYPES, type InstanceType } from '../../native/surface.js';
 import { MODEL_ID_PATTERN } from '../../models/names.js';
-import { listOf, modelParams, responses } from '../schemas.js';
+import { listOf, modelParams, replicaCountSchema, responses } from '../schemas.js';
+import type { ReplicaDirectory } from '../../cluster/replicas.js';
 
 const deploymentSchema = {
   type: 'object',
@@ -18,6 +19,7 @@ const deploymentSchema = {
     'license_link',
     'instance_type',
     'threads',
+    'placement',
     'pending_instance_type',
     'last_instance_error',
     'status',
@@ -33,12 +35,16 @@ const deploymentSchema = {
     license_link: { type: ['string', 'null'] },
     instance_type: { type: 'string' },
     threads: { type: ['integer', 'null'] },
+    // On how many replicas it runs; null: every replica.
+    placement: { type: ['integer', 'null'] },
     pending_instance_type: { type: ['string', 'null'] },
     last_instance_error: { type: ['string', 'null'] },
     status: { type: 'string' },
     reason: { type: ['string', 'null'] },
     created_at: { type: 'integer' },
     updated_at: { type: 'integer' },
+    // GET of one deployment: the live replicas that have the model loaded.
+    replicas: replicaCountSchema,
   },
 } as const;
 
@@ -74,7 +80,7 @@ const instanceSchema = {
   threads: { type: 'integer', minimum: 1, maximum: 1024 },
 } as const;
 
-export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = async (app, { library }) => {
+export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replicas: ReplicaDirectory }> = async (app, { library, replicas }) => {
   const json = (d: LibraryDeployment) => ({
     model_id: d.modelId,
     name: d.name,
@@ -83,6 +89,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
     license_link: d.licenseLink,
     instance_type: d.instanceType,
     threads: d.threads,
+    placement: d.replicas,
     pending_instance_type: library.pendingInstance.get(d.modelId) ?? null,
     last_instance_error: library.instanceErrors.get(d.modelId) ?? null,
     status: d.status,
@@ -116,7 +123,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
     async () => ({ deployments: (await library.list()).map(json) }),
   );
 
-  app.post<{ Body: { name: string; model_id: string; instance_type?: InstanceType; threads?: number } }>(
+  app.post<{ Body: { name: string; model_id: string; instance_type?: InstanceType; threads?: number; replicas?: number } }>(
     '/api/v1/library/deployments',
     {
       schema: {
@@ -124,14 +131,20 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
         body: {
           type: 'object',
           required: ['name', 'model_id'],
-          properties: { name: { type: 'string', minLength: 1, maxLength: 1024 }, model_id: { type: 'string', pattern: MODEL_ID_PATTERN }, ...instanceSchema },
+          properties: {
+            name: { type: 'string', minLength: 1, maxLength: 1024 },
+            model_id: { type: 'string', pattern: MODEL_ID_PATTERN },
+            ...instanceSchema,
+            // Each replica runs its own engine; the others forward the model's requests.
+            replicas: { type: 'integer', minimum: 1, maximum: 1000, description: 'On how many replicas of the host it runs (default: every replica)' },
+          },
         },
         response: responses({ 202: deploymentSchema }),
       },
     },
     async (request, reply) => {
-      const { name, model_id, instance_type = 'cpu', threads } = request.body;
-      const dep = await library.deploy(name, model_id, instance_type, threads ?? null);
+      const { name, model_id, instance_type = 'cpu', threads, replicas: count } = request.body;
+      const dep = await library.deploy(name, model_id, instance_type, threads ?? null, count ?? null);
       reply.code(202);
       return json(dep);
     },
@@ -140,7 +153,12 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService }> = as
   app.get<{ Params: { model_id: string } }>(
     '/api/v1/library/deployments/:model_id',
     { schema: { summary: 'Get one library deployment and its status', params: modelParams, response: responses({ 200: deploymentSchema }) } },
-    async (request) => json(await library.get(request.params.model_id)),
+    async (request) => {
+      const dep = await library.get(request.params.model_id);
+      const count = await replicas.appliedOn((load) => load.library.some((m) => m.startsWith(`${dep.modelId}@`)));
+      // Of the replicas it is placed on: all the live ones, or as many as asked for.
+      return { ...json(dep), replicas: { applied: count.applied, total: dep.replicas === null ? count.total : Math.min(dep.replicas, count.total) } };
+    },
   );
 
   app.put<{ Params: { model_id: string }; Body: { instance_type: InstanceType; threads?: number } }>(

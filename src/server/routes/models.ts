@@ -2,23 +2,31 @@
 // application/octet-stream), deploy a build and follow the deployment's status, move a live model
 // to another instance type.
 import type { FastifyPluginAsync } from 'fastify';
-import type { LibraryMetrics } from '../../llm/metrics.js';
+import { summarizeLibrary, type LibraryWindow } from '../../llm/metrics.js';
+import { gatherWindows, type ClusterView } from '../cluster-metrics.js';
+import type { VariationWindow } from '../../realtime/request-log.js';
 import { DEFAULT_PROJECT, MODEL_ID_PATTERN, PROJECT_PATTERN } from '../../models/names.js';
 import type { ModelRecord } from '../../models/store.js';
 import type { BuildRecord } from '../../realtime/builds.js';
 import type { DeploymentRecord } from '../../realtime/deployments.js';
+import type { ReplicaDirectory } from '../../cluster/replicas.js';
 import type { Realtime } from '../../realtime/service.js';
 import { INSTANCE_TYPES, type InstanceType } from '../../native/surface.js';
 import type { BatchingOverride } from '../../realtime/traffic.js';
-import { variationMetrics } from '../../realtime/variation-metrics.js';
+import { summarizeVariations } from '../../realtime/variation-metrics.js';
+import { WINDOW_MS } from '../../metrics/latency-summary.js';
 import { invalidArgument } from '../../errors.js';
-import { latencySummarySchema, listOf, modelParams, responses } from '../schemas.js';
+import { latencySummarySchema, listOf, modelParams, responses, replicaCountSchema } from '../schemas.js';
 
 export interface ModelRouteOptions {
   realtime: Realtime;
   maxBuildBytes: number;
-  /** The four figures of a library (LLM) model. */
-  libraryMetrics: (modelId: string) => LibraryMetrics;
+  /** This replica's raw figures of a library (LLM) model over the window. */
+  libraryWindow: (modelId: string) => LibraryWindow;
+  /** The live replicas, whose figures the metrics route adds up. */
+  cluster: ClusterView;
+  /** The replicas on this database, to say on how many the live deployment is applied. */
+  replicas: ReplicaDirectory;
 }
 
 const modelJson = (m: ModelRecord) => ({ model_id: m.id, project: m.project, description: m.description, kind: m.kind, created_at: m.createdAt });
@@ -141,10 +149,18 @@ const logSchema = {
 } as const;
 
 /** src/realtime/variation-metrics.ts: a realtime model's figures per variation. */
+/** How many of the live replicas gave their figures (this one included). */
+const replicasAnsweredSchema = {
+  type: 'object',
+  required: ['answered', 'total'],
+  properties: { answered: { type: 'integer' }, total: { type: 'integer' } },
+} as const;
+
 const realtimeMetricsSchema = {
   type: 'object',
   required: ['model_id', 'window_seconds', 'variations'],
   properties: {
+    replicas: replicasAnsweredSchema,
     model_id: { type: 'string' },
     window_seconds: { type: 'integer' },
     variations: {
@@ -167,10 +183,40 @@ const realtimeMetricsSchema = {
 } as const;
 
 /** src/llm/metrics.ts's LibraryMetrics: a library model's four figures. */
+const libraryWindowSchema = {
+  type: 'object',
+  required: ['requests', 'samples'],
+  properties: {
+    requests: { type: 'integer' },
+    samples: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['completionTokens', 'ttftMs', 'tpotMs'],
+        properties: { completionTokens: { type: 'integer' }, ttftMs: { type: ['number', 'null'] }, tpotMs: { type: ['number', 'null'] } },
+      },
+    },
+  },
+} as const;
+
+const variationWindowSchema = {
+  type: 'object',
+  required: ['variation', 'shadow', 'requests', 'errors', 'latenciesMs'],
+  properties: {
+    variation: { type: 'string' },
+    shadow: { type: 'boolean' },
+    requests: { type: 'integer' },
+    errors: { type: 'integer' },
+    latenciesMs: { type: 'array', items: { type: 'number' } },
+  },
+} as const;
+
 const libraryMetricsSchema = {
   type: 'object',
   required: ['model_id', 'window_seconds', 'requests_5m', 'throughput_rpm_5m', 'token_throughput_tps', 'time_to_first_token_ms', 'time_per_output_token_ms'],
   properties: {
+    // Of the live replicas, how many gave their figures: the figures are the whole cluster's.
+    replicas: replicasAnsweredSchema,
     model_id: { type: 'string' },
     window_seconds: { type: 'integer' },
     requests_5m: { type: 'integer' },
@@ -237,11 +283,13 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
         response: responses({
           200: {
             type: 'object',
-            required: ['model', 'live_deployment', 'deployment_in_progress'],
+            required: ['model', 'live_deployment', 'deployment_in_progress', 'replicas'],
             properties: {
               model: modelSchema,
               live_deployment: { anyOf: [deploymentSchema, { type: 'null' }] },
               deployment_in_progress: { anyOf: [deploymentSchema, { type: 'null' }] },
+              // Realtime: the live replicas that route by the live deployment; library: those with the model loaded.
+              replicas: replicaCountSchema,
             },
           },
         }),
@@ -250,7 +298,10 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     async (request) => {
       const model = await models.get(request.params.model_id);
       const [live, busy] = await Promise.all([deployments.live(model.id), deployments.inProgress(model.id)]);
-      return { model: modelJson(model), live_deployment: live ? deploymentJson(live) : null, deployment_in_progress: busy ? deploymentJson(busy) : null };
+      const replicas = await opts.replicas.appliedOn((load) =>
+        model.kind === 'library' ? load.library.some((m) => m.startsWith(`${model.id}@`)) : live !== undefined && load.serving.includes(live.id),
+      );
+      return { model: modelJson(model), live_deployment: live ? deploymentJson(live) : null, deployment_in_progress: busy ? deploymentJson(busy) : null, replicas };
     },
   );
 
@@ -441,8 +492,29 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     },
     async (request) => {
       const model = await models.get(request.params.model_id);
-      if (model.kind === 'library') return opts.libraryMetrics(model.id);
-      return variationMetrics(requestLog, model.id, Date.now());
+      const path = `/api/v1/models/${encodeURIComponent(model.id)}/metrics/window`;
+      if (model.kind === 'library') {
+        const { windows, replicas } = await gatherWindows(request, opts.cluster, path, opts.libraryWindow(model.id));
+        return { ...summarizeLibrary(model.id, windows), replicas };
+      }
+      const { windows, replicas } = await gatherWindows<VariationWindow[]>(request, opts.cluster, path, requestLog.window(model.id, Date.now() - WINDOW_MS));
+      return { ...summarizeVariations(model.id, windows), replicas };
+    },
+  );
+
+  app.get<{ Params: { model_id: string } }>(
+    '/api/v1/models/:model_id/metrics/window',
+    {
+      schema: {
+        summary: "This replica's raw figures of a model over the last 5 minutes, which the metrics route adds up across replicas",
+        params: modelParams,
+        response: responses({ 200: { anyOf: [libraryWindowSchema, { type: 'array', items: variationWindowSchema }] } }),
+      },
+    },
+    async (request) => {
+      const model = await models.get(request.params.model_id);
+      if (model.kind === 'library') return opts.libraryWindow(model.id);
+      return requestLog.window(model.id, Date.now() - WINDOW_MS);
     },
   );
 

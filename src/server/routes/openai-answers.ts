@@ -10,6 +10,7 @@ import { invalidArgument } from '../../errors.js';
 import { chatMessages, samplingParams } from '../../llm/chat/params.js';
 import { ChatForm, TextForm, startAnswer, type CompletionForm } from '../../llm/chat/serve.js';
 import type { LibraryDeployment, LibraryService } from '../../llm/library/service.js';
+import type { LibraryForwarder } from '../forward.js';
 import type { LlmMetrics } from '../../llm/metrics.js';
 import { streamEvents } from '../sse.js';
 
@@ -104,13 +105,15 @@ export function textForm(body: OpenAiBody): CompletionForm {
  * Events when the body asks to stream; a client that disconnects cancels the generation.
  */
 export async function answerCompletion(
-  services: { library: LibraryService; metrics: LlmMetrics },
+  services: { library: LibraryService; metrics: LlmMetrics; forwarder?: LibraryForwarder | undefined },
   request: FastifyRequest<{ Body: OpenAiBody }>,
   reply: FastifyReply,
   modelId: string,
   form: CompletionForm,
 ) {
   const params = samplingParams(request.body);
+  // Another replica answers when the model runs there only, or the caller's session hashes there.
+  if (await services.forwarder?.forwardIfElsewhere(request, reply, modelId)) return reply;
   // Why a model is not live here (404, 400, 503) comes from the database; a live one only from
   // memory. startAnswer then takes the live instance with no await before the generation starts.
   await services.library.serving(modelId);

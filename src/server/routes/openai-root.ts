@@ -7,6 +7,7 @@
 // until the engine serves embedding models.
 import type { FastifyPluginAsync } from 'fastify';
 import { invalidArgument } from '../../errors.js';
+import type { LibraryForwarder } from '../forward.js';
 import type { LibraryService } from '../../llm/library/service.js';
 import type { LlmMetrics } from '../../llm/metrics.js';
 import { responses } from '../schemas.js';
@@ -29,6 +30,8 @@ import {
 export interface OpenAiRootRouteOptions {
   library: LibraryService;
   metrics: LlmMetrics;
+  /** Sends a request to the replica that should answer it (src/server/forward.ts). */
+  forwarder?: LibraryForwarder;
 }
 
 export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = async (app, services) => {

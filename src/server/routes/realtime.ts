@@ -4,8 +4,8 @@ import { audienceRoutes } from './audiences.js';
 import { modelRoutes, type ModelRouteOptions } from './models.js';
 import { predictRoutes } from './predict.js';
 
-export const realtimeRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, { realtime, maxBuildBytes, libraryMetrics }) => {
-  await app.register(modelRoutes, { realtime, maxBuildBytes, libraryMetrics });
+export const realtimeRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, { realtime, maxBuildBytes, libraryWindow, cluster, replicas }) => {
+  await app.register(modelRoutes, { realtime, maxBuildBytes, libraryWindow, cluster, replicas });
   await app.register(audienceRoutes, { audiences: realtime.audiences });
   await app.register(predictRoutes, { predict: realtime.predict });
 };
