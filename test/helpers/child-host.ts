@@ -36,6 +36,12 @@ export function spawnHost(env: Record<string, string> = {}): Promise<ChildHost> 
     });
     proc.stderr!.on('data', (chunk: Buffer) => {
       err += chunk;
+      // With LOG_LEVEL above info there is no "listening" log line: the start line says it.
+      const m = /^platform: listening on (http:\/\/127\.0\.0\.1:\d+);/m.exec(err);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc, url: m[1]!, dataDir, stdout: () => out, stderr: () => err, exited });
+      }
     });
     void exited.then((code) => {
       clearTimeout(timer);
