@@ -38,7 +38,7 @@ export interface Config {
   requestLogMaxRows: number;
   /** This replica among those on one database (src/cluster/). */
   replica: {
-    /** REPLICA_ID (the pod name on Kubernetes); by default the host name, process id and a random suffix. */
+    /** REPLICA_ID (the pod name on Kubernetes); by default `local` on SQLite, else the host name, process id and a random suffix. */
     id: string;
     /** REPLICA_ADDRESS: the URL other replicas reach this one at; by default the address it listens on. */
     address: string | undefined;
@@ -125,15 +125,23 @@ export function databaseUrlFrom(env: NodeJS.ProcessEnv): string | undefined {
 
 function replicaIdFrom(env: NodeJS.ProcessEnv): string {
   const id = env.REPLICA_ID?.trim();
-  if (id === undefined || id === '') return `${os.hostname()}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
+  if (id === undefined || id === '') {
+    // One host on its SQLite file: the same id at every start, so that a crash leaves no ghost
+    // replica for the next start to wait on. On PostgreSQL each process its own.
+    if (!env.DATABASE_URL?.trim()) return 'local';
+    return `${os.hostname()}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
+  }
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/.test(id)) throw new ConfigError(`REPLICA_ID must be letters, digits, "_", "." or "-" (a pod name), got "${id}"`);
   return id;
 }
 
 function replicaAddressFrom(env: NodeJS.ProcessEnv): string | undefined {
-  const raw = env.REPLICA_ADDRESS?.trim();
+  let raw = env.REPLICA_ADDRESS?.trim();
   if (raw === undefined || raw === '') return undefined;
   let url: URL;
+  // An IPv6 pod address as Kubernetes' downward API gives it (http://fd00::1:8080) needs brackets.
+  const v6 = /^(https?:\/\/)([0-9a-fA-F]*:[0-9a-fA-F:]+):(\d+)$/.exec(raw);
+  if (v6) raw = `${v6[1]}[${v6[2]}]:${v6[3]}`;
   try {
     url = new URL(raw);
   } catch {

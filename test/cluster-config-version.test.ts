@@ -67,3 +67,16 @@ describe.each(['sqlite', 'postgres'] as const)('config_version on %s', (engine) 
     }
   });
 });
+
+describe('the replica settings', () => {
+  it('take a pod name and an address, bracketing an IPv6 pod address', async () => {
+    const { loadConfig } = await import('../src/config.js');
+    expect(loadConfig({ REPLICA_ID: 'platform-7d9f-abc', REPLICA_ADDRESS: 'http://10.1.2.3:8080/' }).replica).toMatchObject({ id: 'platform-7d9f-abc', address: 'http://10.1.2.3:8080' });
+    expect(loadConfig({ REPLICA_ADDRESS: 'http://fd00:10:244::5:8080' }).replica.address).toBe('http://[fd00:10:244::5]:8080');
+    expect(loadConfig({}).replica).toMatchObject({ address: undefined, configPollMs: 1000, timeoutMs: 5000 });
+    // Alone on its SQLite file, the same id at every start; on PostgreSQL one per process.
+    expect(loadConfig({}).replica.id).toBe('local');
+    const onPostgres = { DATABASE_URL: 'postgres://db/platform', PLATFORM_TOKEN_SECRET: 'x'.repeat(32) };
+    expect(loadConfig(onPostgres).replica.id).not.toBe(loadConfig(onPostgres).replica.id);
+  });
+});

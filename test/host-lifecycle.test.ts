@@ -149,7 +149,17 @@ describe('start-up failures are one line', () => {
   });
 
   it('a bad variable exits 2 naming it', async () => {
-    for (const [name, value] of [['PORT', 'eighty'], ['LOG_LEVEL', 'loud'], ['METRICS_PUBLIC', 'maybe'], ['DOCS_PUBLIC', 'maybe'], ['PLATFORM_TOKEN_SECRET', 'short']] as const) {
+    for (const [name, value] of [
+      ['PORT', 'eighty'],
+      ['LOG_LEVEL', 'loud'],
+      ['METRICS_PUBLIC', 'maybe'],
+      ['DOCS_PUBLIC', 'maybe'],
+      ['PLATFORM_TOKEN_SECRET', 'short'],
+      ['REPLICA_ID', 'has spaces'],
+      ['REPLICA_ADDRESS', 'ftp://elsewhere'],
+      ['CONFIG_POLL_MS', '0'],
+      ['REPLICA_TIMEOUT_MS', 'soon'],
+    ] as const) {
       const res = await runHostToExit({ [name]: value });
       expect(res.code).toBe(2);
       expect(res.stderr.trim().split('\n')).toHaveLength(1);

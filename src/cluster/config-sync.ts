@@ -14,7 +14,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { ControlPlaneTables } from '../store/schema.js';
 import type { ConfigListener } from './config-listener.js';
-import type { ReplicaDirectory, ReplicaLoad, ReplicaRecord } from './replicas.js';
+import { liveOf, type ReplicaDirectory, type ReplicaLoad, type ReplicaRecord } from './replicas.js';
 
 /** One share of the configuration: realtime routing, library models, key revocations. */
 export interface SnapshotPart {
@@ -50,6 +50,8 @@ export class ConfigSync {
   applied = 0;
   /** The live replicas, as last read (with each read of the configuration and each heartbeat). */
   liveReplicas: ReplicaRecord[] = [];
+  /** The same with the draining ones, which still serve until they stop: for forwarding. */
+  reachableReplicas: ReplicaRecord[] = [];
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
@@ -82,7 +84,7 @@ export class ConfigSync {
     });
     this.every(o.heartbeatMs, false, async () => {
       await o.replicas.report({ loaded: o.load() });
-      this.liveReplicas = await o.replicas.live();
+      this.see(await o.replicas.reachable());
       // A replica came or went (no version moves for that): library models may have to move.
       if (membersOf(this.liveReplicas) !== this.members) this.poke();
     });
@@ -140,16 +142,21 @@ export class ConfigSync {
     const o = this.options;
     const version = await this.currentVersion();
     // Read before the parts apply: the library places its models on the live replicas.
-    this.liveReplicas = await o.replicas.live();
+    this.see(await o.replicas.reachable());
     this.members = membersOf(this.liveReplicas);
     for (const part of o.parts) await part.apply();
     this.applied = Math.max(this.applied, version);
     await o.replicas.report({ state: this.state, appliedVersion: this.applied, loaded: o.load() });
-    const live = await o.replicas.live();
-    this.liveReplicas = live;
+    this.see(await o.replicas.reachable());
+    const live = this.liveReplicas;
     for (const part of o.parts) {
       if (part.advance && (await part.advance(live))) this.again = true;
     }
+  }
+
+  private see(reachable: ReplicaRecord[]): void {
+    this.reachableReplicas = reachable;
+    this.liveReplicas = liveOf(reachable);
   }
 
   private async currentVersion(): Promise<number> {

@@ -33,6 +33,9 @@ export interface ReplicaCount {
   total: number;
 }
 
+/** A replica silent for this long is forgotten when another starts. */
+const FORGET_AFTER_MS = 60 * 60 * 1000;
+
 export const EMPTY_LOAD: ReplicaLoad = { serving: [], prepared: [], library: [] };
 
 /** The database's clock in unix milliseconds, on either engine. */
@@ -70,8 +73,12 @@ export class ReplicaDirectory {
     readonly timeoutMs: number,
   ) {}
 
-  /** Records this replica as starting, replacing the row a previous run under the same id left. */
+  /**
+   * Records this replica as starting, replacing the row a previous run under the same id left,
+   * and forgets replicas silent for an hour (each restart without REPLICA_ID leaves a row).
+   */
   async register(): Promise<void> {
+    await this.db.deleteFrom('replicas').where('heartbeat_at', '<', sql<number>`${databaseNow(this.db)} - ${FORGET_AFTER_MS}`).execute();
     const now = databaseNow(this.db);
     const row = { id: this.self.id, address: this.self.address, state: 'starting' as const, applied_version: 0, loaded: JSON.stringify(EMPTY_LOAD) };
     await this.db
@@ -114,13 +121,21 @@ export class ReplicaDirectory {
 
   /** The replicas that count: starting or serving, with a heartbeat within the timeout. */
   async live(): Promise<ReplicaRecord[]> {
+    return liveOf(await this.reachable());
+  }
+
+  /** The replicas with a heartbeat within the timeout, draining ones included (they still serve). */
+  async reachable(): Promise<ReplicaRecord[]> {
     const rows = await this.db
       .selectFrom('replicas')
       .selectAll()
-      .where('state', 'in', ['starting', 'serving'])
+      .where('state', 'in', ['starting', 'serving', 'draining'])
       .where('heartbeat_at', '>=', sql<number>`${databaseNow(this.db)} - ${this.timeoutMs}`)
       .orderBy('id')
       .execute();
     return rows.map(toRecord);
   }
 }
+
+/** Of the reachable replicas, those that count for deployments: not draining. */
+export const liveOf = (reachable: readonly ReplicaRecord[]): ReplicaRecord[] => reachable.filter((r) => r.state === 'starting' || r.state === 'serving');

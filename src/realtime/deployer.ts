@@ -122,6 +122,8 @@ export class Deployer {
   private readonly prepared = new Map<string, { traffic: TrafficConfig; variations: Map<string, LoadedBuild> }>();
   /** In-progress deployments seen at the last read; the timer reads again while there are some. */
   private inProgress: DeploymentRecord[] = [];
+  /** LIVE deployments that failed to load here: when to try again, and the wait after that. */
+  private readonly retries = new Map<string, { at: number; waitMs: number }>();
 
   /**
    * Realtime routing as a part of the replica's snapshot (src/cluster/config-sync.ts): serve each
@@ -134,7 +136,8 @@ export class Deployer {
     name: 'realtime',
     apply: () => this.apply(),
     advance: (live: ReplicaRecord[]) => this.advance(live),
-    waiting: () => this.inProgress.length > 0,
+    // Also while a LIVE deployment failed to load here: the timer tries it again, backing off.
+    waiting: () => this.inProgress.length > 0 || this.retries.size > 0,
   };
 
   /** What this replica serves and has prepared, for its row in `replicas`. */
@@ -146,18 +149,24 @@ export class Deployer {
     const current = await this.deployments.current();
     const live = current.filter((d) => d.status === 'LIVE');
     this.inProgress = current.filter((d) => d.status === 'PENDING' || d.status === 'DEPLOYING');
+    for (const id of this.retries.keys()) if (!live.some((d) => d.id === id)) this.retries.delete(id);
     for (const dep of live) {
       if (this.registry.get(dep.modelId)?.deploymentId === dep.id) continue;
+      const retry = this.retries.get(dep.id);
+      if (retry && Date.now() < retry.at) continue;
       try {
         await this.audiences.load(dep.traffic.audiences.map((a) => a.id));
         const ready = this.prepared.get(dep.id);
         this.prepared.delete(dep.id);
         const variations = ready?.variations ?? (await this.registry.acquire(dep.traffic));
         this.registry.setLive(dep.modelId, dep.id, dep.traffic, variations);
+        this.retries.delete(dep.id);
         this.log.info({ deploymentId: dep.id, modelId: dep.modelId, action: dep.action, variation: dep.variationName }, 'deployment live');
       } catch (err) {
-        // The previous state keeps serving; the next read tries again.
-        this.log.error({ err, modelId: dep.modelId, deploymentId: dep.id }, 'could not load a live deployment');
+        // The previous state keeps serving; tried again after 1 s, 2 s, ... up to a minute.
+        const waitMs = Math.min((retry?.waitMs ?? 500) * 2, 60_000);
+        this.retries.set(dep.id, { at: Date.now() + waitMs, waitMs });
+        this.log.error({ err, modelId: dep.modelId, deploymentId: dep.id, retryInMs: waitMs }, 'could not load a live deployment');
       }
     }
     const liveModels = new Set(live.map((d) => d.modelId));

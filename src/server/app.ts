@@ -119,7 +119,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const vectors = store.local ? new VectorService(store.local, config.vectors, config.dataDir, server.log, metrics) : undefined;
   const library = new LibraryService(store.db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => cudaUnavailableReason(), engine: config.llm }, server.log, clock);
   const llmMetrics = new LlmMetrics(metrics, () => library.liveInstances().map(({ modelId, instance }) => ({ modelId, stats: instance.model.stats() })), clock);
-  await library.restore();
 
   // This replica's routing snapshot, kept current (src/cluster/): read before the app serves.
   const replicas = new ReplicaDirectory(store.db, { id: config.replica.id, address: config.replica.address ?? `http://${config.host}:${config.port}` }, config.replica.timeoutMs);
@@ -137,11 +136,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       : {}),
   });
   realtime.deployer.changed = () => sync.poke();
-  library.cluster = { selfId: replicas.self.id, live: () => sync.liveReplicas, poke: () => sync.poke() };
-  await sync.start();
-  const forwarder = new LibraryForwarder({
+  library.cluster = {
     selfId: replicas.self.id,
     live: () => sync.liveReplicas,
+    poke: () => sync.poke(),
+    othersLive: async () => (await replicas.live()).some((r) => r.id !== replicas.self.id),
+  };
+  await sync.start();
+  // After the first snapshot: the library places its models on the replicas it now knows.
+  await library.restore();
+  const forwarder = new LibraryForwarder({
+    selfId: replicas.self.id,
+    live: () => sync.reachableReplicas,
     servedHere: (modelId) => library.servesHere(modelId),
     deployedLive: async (modelId) => (await library.find(modelId))?.status === 'LIVE',
   });

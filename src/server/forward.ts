@@ -23,8 +23,11 @@ const holds = (r: ReplicaRecord, modelId: string) => r.loaded.library.some((m) =
 export type LibraryRoute = { to: 'here' } | { to: 'replica'; replica: ReplicaRecord } | { to: 'none' };
 
 /** Where a request for `modelId` goes, from the live replicas and whether this one serves it. */
-export function routeLibraryRequest(modelId: string, selfId: string, servedHere: boolean, live: readonly ReplicaRecord[], session: string | undefined): LibraryRoute {
-  const others = live.filter((r) => r.id !== selfId && r.state === 'serving' && holds(r, modelId));
+export function routeLibraryRequest(modelId: string, selfId: string, servedHere: boolean, reachable: readonly ReplicaRecord[], session: string | undefined): LibraryRoute {
+  const holding = reachable.filter((r) => r.id !== selfId && holds(r, modelId));
+  // A draining replica still serves until it stops: the holder of last resort.
+  const serving = holding.filter((r) => r.state === 'serving');
+  const others = serving.length > 0 || servedHere ? serving : holding.filter((r) => r.state === 'draining');
   const holders = [...(servedHere ? [selfId] : []), ...others.map((r) => r.id)];
   if (holders.length === 0) return { to: 'none' };
   let target: string;
@@ -36,7 +39,7 @@ export function routeLibraryRequest(modelId: string, selfId: string, servedHere:
 
 export interface ForwarderOptions {
   selfId: string;
-  /** The live replicas, as last read. */
+  /** The replicas with a recent heartbeat (draining ones included), as last read. */
   live: () => readonly ReplicaRecord[];
   /** Whether this replica has the model loaded. */
   servedHere: (modelId: string) => boolean;
@@ -62,7 +65,17 @@ export class LibraryForwarder {
       if (await o.deployedLive(modelId)) throw new ApiError('unavailable', `model "${modelId}" is not loaded on any live replica right now; retry shortly`, null, { 'retry-after': '1' });
       return false;
     }
-    await this.forward(request, reply, route.replica);
+    try {
+      await this.forward(request, reply, route.replica);
+    } catch (err) {
+      // The holder did not answer (it died since its last heartbeat): once more, elsewhere.
+      const again = routeLibraryRequest(modelId, o.selfId, o.servedHere(modelId), o.live().filter((r) => r.id !== route.replica.id), session);
+      if (!(err instanceof Unreachable) || again.to === 'none') throw err instanceof Unreachable ? err.answer : err;
+      if (again.to === 'here') return false;
+      await this.forward(request, reply, again.replica).catch((e: unknown) => {
+        throw e instanceof Unreachable ? e.answer : e;
+      });
+    }
     return true;
   }
 
@@ -84,7 +97,7 @@ export class LibraryForwarder {
     } catch (err) {
       reply.raw.off('close', onClose);
       request.log.warn({ replica: to.id, err: (err as Error).message }, 'forwarding a library request failed');
-      throw new ApiError('unavailable', `the replica serving this model (${to.id}) did not answer; retry shortly`, null, { 'retry-after': '1' });
+      throw new Unreachable(new ApiError('unavailable', `the replica serving this model (${to.id}) did not answer; retry shortly`, null, { 'retry-after': '1' }));
     }
     reply.code(res.status);
     for (const name of ['content-type', 'cache-control', 'retry-after', REPLICA_HEADER]) {
@@ -93,6 +106,13 @@ export class LibraryForwarder {
     }
     request.log.debug({ replica: to.id }, 'library request forwarded');
     await reply.send(res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream) : '');
+  }
+}
+
+/** A replica that could not be reached, with the answer to give if no other can take the request. */
+class Unreachable extends Error {
+  constructor(readonly answer: ApiError) {
+    super(answer.message);
   }
 }
 

@@ -4,12 +4,25 @@
 // SIGINT drains: /readyz 503 (and the replica no longer counted by deployments) for
 // DRAIN_DELAY_SECONDS while still serving, then no new connections, in-flight requests and streams
 // finished within SHUTDOWN_TIMEOUT_SECONDS (cut after it), the replica marked gone, exit 0.
+import os from 'node:os';
 import { loadConfig, ConfigError } from '../config.js';
 import { loadAddon, AddonLoadError } from '../native/addon.js';
 import { openStore, type Store } from '../store/store.js';
 import { buildApp } from './app.js';
 import { ensureModelsDir } from './models-dir.js';
 import { modelsAtStart, startLine } from './start-line.js';
+
+/** The URL other replicas reach this one at, from the one it listens on. */
+function reachableUrl(url: string, host: string): string {
+  if (host !== '0.0.0.0' && host !== '::') return url;
+  const external = Object.values(os.networkInterfaces())
+    .flat()
+    .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal);
+  if (!external) return url;
+  const u = new URL(url);
+  u.hostname = external.address;
+  return u.toString().replace(/\/$/, '');
+}
 
 function fail(message: string, code: number): never {
   process.stderr.write(`platform: ${message}\n`);
@@ -91,8 +104,9 @@ async function main(): Promise<void> {
     await store.close();
     fail(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, 1);
   }
-  // Listening on port 0, the replica learns its address only now.
-  if (config.replica.address === undefined) await app.cluster.replicas.setAddress(url);
+  // Listening on port 0, the replica learns its address only now; listening on every interface,
+  // the others reach it at its first non-loopback address, not at the loopback one listen names.
+  if (config.replica.address === undefined) await app.cluster.replicas.setAddress(reachableUrl(url, config.host));
   // Library models load in the background while the host already serves; the line waits for
   // them so that it says how each one ended.
   await app.library.whenRestored();

@@ -10,14 +10,19 @@ interface Latency {
   p99: number | null;
 }
 
-interface LibraryMetricsJson {
+/** Of the live replicas, how many gave their figures (the figures are their sum). */
+interface ReplicasAnswered {
+  replicas?: { answered: number; total: number };
+}
+
+interface LibraryMetricsJson extends ReplicasAnswered {
   throughput_rpm_5m: number;
   token_throughput_tps: number;
   time_to_first_token_ms: Latency;
   time_per_output_token_ms: Latency;
 }
 
-interface RealtimeMetricsJson {
+interface RealtimeMetricsJson extends ReplicasAnswered {
   variations: Array<{ variation: string; shadow: boolean; requests_5m: number; throughput_rpm_5m: number; errors_5m: number; latency_ms: Latency }>;
 }
 
@@ -64,11 +69,14 @@ export function registerMetricsCommand(program: Command): void {
         process.stdout.write(JSON.stringify(res, null, 2) + '\n');
         return;
       }
+      // Several replicas: say whose figures these are (a replica that did not answer is left out).
+      const r = res.replicas;
+      const whose = r && r.total > 1 ? `figures of ${r.answered} of ${r.total} replicas\n` : '';
       if (!('variations' in res)) {
-        process.stdout.write(libraryTable(res));
+        process.stdout.write(libraryTable(res) + whose);
         return;
       }
       if (res.variations.length === 0) process.stderr.write(`no predict requests to ${id} in the last 5 minutes\n`);
-      else process.stdout.write(variationTable(res));
+      else process.stdout.write(variationTable(res) + whose);
     });
 }

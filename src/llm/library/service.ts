@@ -80,6 +80,8 @@ export interface LibraryCluster {
   live(): ReplicaRecord[];
   /** Reads the configuration again now: after a load, so that the replica reports it. */
   poke(): void;
+  /** Whether another replica is live now (read from the database, not the last snapshot). */
+  othersLive(): Promise<boolean>;
 }
 
 const holds = (r: ReplicaRecord, modelId: string) => r.loaded.library.some((m) => m.startsWith(`${modelId}@`));
@@ -92,8 +94,12 @@ export class LibraryService {
    * undeploy sees the count change and unloads what it loaded instead of making it live.
    */
   private readonly undeploys = new Map<string, number>();
-  /** Models whose load runs on this host now. */
-  private readonly loadingIds = new Set<string>();
+  /** Loads running on this host now, by model. */
+  private readonly loadingTasks = new Map<string, Promise<void>>();
+  /** created_at of the deployment each loaded instance was loaded for: a redeploy of the id is another. */
+  private readonly loadedFrom = new Map<string, number>();
+  /** Instance switches that failed here, as "<type>/<threads>@<updated_at>": not tried again until the row changes. */
+  private readonly switchFailed = new Map<string, string>();
   /** Models whose load failed on this host, with the row's updated_at then: not tried again until it changes. */
   private readonly failedHere = new Map<string, number>();
   /** Deployments on their way at the last read of the configuration. */
@@ -265,6 +271,11 @@ export class LibraryService {
     // From here to the set, no await: two changes of one model cannot both pass.
     const busy = this.pendingInstance.get(modelId);
     if (busy) throw conflict(`model "${modelId}" is already switching to ${busy}`, 'model_id');
+    // Not placed on this replica: record the change; the replicas it runs on follow it.
+    if (this.cluster && !this.placedHere(dep)) {
+      await this.db.updateTable('library_deployments').set({ instance_type: instanceType, threads, updated_at: this.clock() }).where('model_id', '=', modelId).execute();
+      return dep;
+    }
     this.switchInstance(dep, instanceType, threads);
     return dep;
   }
@@ -295,12 +306,16 @@ export class LibraryService {
         }
         const previous = this.live.get(modelId);
         this.live.set(modelId, next);
+        this.loadedFrom.set(modelId, row.createdAt);
         next = undefined;
+        this.switchFailed.delete(modelId);
         this.log.info({ modelId, instanceType, threads }, 'library model switched instance');
         if (previous) await this.retire(previous);
       } catch (err) {
         if (next) await next.unload().catch(() => undefined);
         this.instanceErrors.set(modelId, (err as Error).message);
+        const row = await this.find(modelId).catch(() => undefined);
+        if (row) this.switchFailed.set(modelId, `${instanceType}/${threads}@${row.updatedAt}`);
         this.log.warn({ modelId, reason: (err as Error).message }, 'instance change failed');
       } finally {
         this.pendingInstance.delete(modelId);
@@ -324,22 +339,29 @@ export class LibraryService {
     this.undeploys.set(modelId, this.undeployCount(modelId) + 1);
     const instance = this.live.get(modelId);
     this.live.delete(modelId);
+    this.loadedFrom.delete(modelId);
     if (instance) await instance.unload();
   }
 
   /**
-   * Loads, after a restart, every LIVE deployment and every one that was on its way, in the
-   * background (503 until loaded), and tries once more each FAILED one whose file was missing: if
-   * the file is back it goes LIVE, otherwise it is FAILED again with the same reason. One try per
-   * start, so nothing spins. Resolves once the loads have started (`whenRestored` waits for them).
+   * Loads, after a restart, every LIVE deployment and every one that was on its way (those placed
+   * on this replica, when it is one of several), in the background (503 until loaded), and tries
+   * once more each FAILED one whose file was missing: if the file is back it goes LIVE, otherwise
+   * it is FAILED again with the same reason. One try per start, so nothing spins. In a replica it
+   * runs after the first snapshot, whose read has started the loads already; this joins them.
+   * Resolves once the loads have started (`whenRestored` waits for them).
    */
   async restore(): Promise<void> {
     const tasks: Promise<void>[] = [];
     for (const dep of await this.list()) {
+      if (this.cluster && !this.placedHere(dep)) continue;
       if (dep.status === 'FAILED') {
         if (dep.failureKind !== 'missing_file') continue;
         this.log.info({ modelId: dep.modelId, file: dep.file }, 'library model failed for a missing file: trying again');
-        await this.setStatus(dep.modelId, 'PENDING');
+        await this.setStatus(dep.modelId, 'PENDING', null, ['FAILED']);
+      } else if (this.live.has(dep.modelId)) {
+        this.triedAtStart.add(dep.modelId);
+        continue;
       }
       tasks.push(this.startLoad(dep.modelId));
       this.triedAtStart.add(dep.modelId);
@@ -368,20 +390,22 @@ export class LibraryService {
     this.inProgress = deployments.filter((d) => d.status === 'PENDING' || d.status === 'DEPLOYING');
     for (const [modelId, instance] of [...this.live]) {
       const dep = byId.get(modelId);
-      if (!dep || dep.status === 'FAILED' || (!this.placedHere(dep) && this.heldWherePlaced(dep))) {
+      if (!dep || dep.status === 'FAILED' || dep.createdAt !== this.loadedFrom.get(modelId) || (!this.placedHere(dep) && this.heldWherePlaced(dep))) {
         // Undeployed, failed on another replica, or placed elsewhere now: this one lets it go.
         this.undeploys.set(modelId, this.undeployCount(modelId) + 1);
+        const why = !dep ? 'undeployed elsewhere' : dep.status === 'FAILED' ? 'failed elsewhere' : dep.createdAt !== this.loadedFrom.get(modelId) ? 'deployed again' : 'placed on other replicas';
         this.live.delete(modelId);
-        const why = !dep ? 'undeployed elsewhere' : dep.status === 'FAILED' ? 'failed elsewhere' : 'placed on other replicas';
+        this.loadedFrom.delete(modelId);
         this.log.info({ modelId }, `library model ${why}: unloaded here`);
         void this.retire(instance);
       } else if ((dep.instanceType !== instance.options.instanceType || dep.threads !== instance.options.threads) && !this.pendingInstance.has(modelId)) {
-        this.switchInstance(dep, dep.instanceType, dep.threads);
+        // Changed through another replica; a switch that failed here (no GPU) waits for the next change.
+        if (this.switchFailed.get(modelId) !== `${dep.instanceType}/${dep.threads}@${dep.updatedAt}`) this.switchInstance(dep, dep.instanceType, dep.threads);
       }
     }
     this.handingOver = deployments.some((d) => this.live.has(d.modelId) && !this.placedHere(d));
     for (const dep of deployments) {
-      if (dep.status === 'FAILED' || this.live.has(dep.modelId) || this.loadingIds.has(dep.modelId) || !this.placedHere(dep)) continue;
+      if (dep.status === 'FAILED' || this.live.has(dep.modelId) || this.loadingTasks.has(dep.modelId) || !this.placedHere(dep)) continue;
       if (this.failedHere.get(dep.modelId) === dep.updatedAt) continue;
       void this.startLoad(dep.modelId);
     }
@@ -457,18 +481,9 @@ export class LibraryService {
 
   /**
    * Records a status, from any status or only from `from`; false when the deployment is gone
-   * (undeployed meanwhile) or was not in one of those. With `unlessServedElsewhere`, a failure is
-   * recorded only while no other live replica has the model loaded.
+   * (undeployed meanwhile) or was not in one of those.
    */
-  private async setStatus(
-    modelId: string,
-    status: LibraryStatus,
-    failure: { kind: LibraryFailureKind; reason: string } | null = null,
-    from?: LibraryStatus[],
-    unlessServedElsewhere = false,
-  ): Promise<boolean> {
-    const cluster = this.cluster;
-    if (unlessServedElsewhere && cluster?.live().some((r) => r.id !== cluster.selfId && holds(r, modelId))) return false;
+  private async setStatus(modelId: string, status: LibraryStatus, failure: { kind: LibraryFailureKind; reason: string } | null = null, from?: LibraryStatus[]): Promise<boolean> {
     let query = this.db
       .updateTable('library_deployments')
       .set({ status, reason: failure?.reason ?? null, failure_kind: failure?.kind ?? null, updated_at: this.clock() })
@@ -489,22 +504,26 @@ export class LibraryService {
     return { kind: 'load_error', reason: (err as Error).message };
   }
 
+  /** Loads `modelId` here, unless a load of it already runs (then that one's promise). */
   private startLoad(modelId: string): Promise<void> {
+    const running = this.loadingTasks.get(modelId);
+    if (running) return running;
     const undeploys = this.undeployCount(modelId);
-    this.loadingIds.add(modelId);
     const task = (async () => {
-      await new Promise((resolve) => setImmediate(resolve));
-      const dep = await this.find(modelId);
-      if (!dep) return;
+      let dep: LibraryDeployment | undefined;
       let instance: LlmInstance | undefined;
       try {
+        await new Promise((resolve) => setImmediate(resolve));
+        dep = await this.find(modelId);
+        if (!dep) return;
         if (dep.status === 'PENDING') await this.setStatus(modelId, 'DEPLOYING', null, ['PENDING']);
         instance = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType: dep.instanceType, threads: dep.threads, ...this.options.engine });
-        // On its own the service makes it LIVE now; in a replica, once every live replica has it.
-        const recorded = this.cluster ? (await this.find(modelId)) !== undefined : await this.setStatus(modelId, 'LIVE');
-        // Undeployed while loading (no row left, or undeployed here): free what was loaded. Checked
-        // and set with no await between, so an undeploy on this host either comes first (and is
-        // seen here) or finds the instance live and unloads it.
+        // On its own the service makes it LIVE now; in a replica, once every replica it is placed on has it.
+        const current = await this.find(modelId);
+        const recorded = current?.createdAt === dep.createdAt && (this.cluster ? true : await this.setStatus(modelId, 'LIVE'));
+        // Undeployed while loading (no row left, deployed again, or undeployed here): free what was
+        // loaded. Checked and set with no await between, so an undeploy on this host either comes
+        // first (and is seen here) or finds the instance live and unloads it.
         if (!recorded || this.undeployCount(modelId) !== undeploys) {
           const unused = instance;
           instance = undefined;
@@ -512,24 +531,43 @@ export class LibraryService {
           return;
         }
         this.live.set(modelId, instance);
+        this.loadedFrom.set(modelId, dep.createdAt);
         instance = undefined;
+        this.failedHere.delete(modelId);
         this.log.info({ modelId, file: dep.file }, 'library model loaded');
         this.cluster?.poke();
       } catch (err) {
         if (instance) await instance.unload().catch(() => undefined);
+        if (!dep) {
+          this.log.error({ modelId, err }, 'cannot read a library deployment to load it');
+          return;
+        }
         const failure = this.failureOf(err, dep.file);
         this.failedHere.set(modelId, dep.updatedAt);
-        // A deployment other replicas serve stays LIVE: this replica reports it is not loaded here.
-        await this.setStatus(modelId, 'FAILED', failure, dep.status === 'LIVE' ? ['LIVE'] : ['PENDING', 'DEPLOYING', 'LIVE'], dep.status === 'LIVE')
-          .catch((e: unknown) => this.log.error({ modelId, err: e }, 'cannot record a library load failure'));
+        await this.recordFailure(dep, failure).catch((e: unknown) => this.log.error({ modelId, err: e }, 'cannot record a library load failure'));
         this.log.warn({ modelId, failureKind: failure.kind, reason: failure.reason }, 'library model failed to load');
       } finally {
-        this.loadingIds.delete(modelId);
+        this.loadingTasks.delete(modelId);
       }
     })();
+    this.loadingTasks.set(modelId, task);
     this.loading.add(task);
     void task.finally(() => this.loading.delete(task));
     return task;
+  }
+
+  /**
+   * A load that failed here. One on its way fails for every replica (it cannot go LIVE on all). A
+   * LIVE one fails only when this replica is the only one live: other replicas may serve it, and
+   * this one reports it is not loaded here ("applied on 2/3").
+   */
+  private async recordFailure(dep: LibraryDeployment, failure: { kind: LibraryFailureKind; reason: string }): Promise<void> {
+    if (dep.status !== 'LIVE') {
+      await this.setStatus(dep.modelId, 'FAILED', failure, ['PENDING', 'DEPLOYING']);
+      return;
+    }
+    if (this.cluster && (await this.cluster.othersLive())) return;
+    await this.setStatus(dep.modelId, 'FAILED', failure, ['LIVE']);
   }
 
   /** Waits for the old instance's requests to finish, then frees it. */
