@@ -46,6 +46,8 @@ export interface Config {
     configPollMs: number;
     /** A replica whose heartbeat is older than this no longer counts as live; heartbeats come 5 times as often. */
     timeoutMs: number;
+    /** A deployment not loaded on every live replica it waits for within this long is FAILED, naming them. */
+    deployTimeoutMs: number;
   };
   /** LLM engine settings for every library model (unset: the engine's defaults). */
   llm: { contextLength?: number; maxRunningSequences?: number; maxQueued?: number; kvCacheBytes?: number };
@@ -214,6 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       address: replicaAddressFrom(env),
       configPollMs: integer(env, 'CONFIG_POLL_MS', 1000, 10, 600_000),
       timeoutMs: integer(env, 'REPLICA_TIMEOUT_MS', 5000, 100, 600_000),
+      deployTimeoutMs: integer(env, 'DEPLOY_TIMEOUT_SECONDS', 600, 1, 86_400) * 1000,
     },
     llm: optionalIntegers(env, LLM_ENV_OPTIONS),
   };

@@ -51,6 +51,9 @@ export class Deployer {
     private readonly log: FastifyBaseLogger,
     /** Why instance type cuda cannot be used on this host, or null when it can. */
     private readonly cudaUnavailable: () => string | null,
+    /** A deployment that some live replica has not loaded this long after it was made is FAILED. */
+    private readonly deployTimeoutMs = 600_000,
+    private readonly clock: () => number = Date.now,
   ) {}
 
   async deploy(request: DeployRequest): Promise<DeploymentRecord> {
@@ -192,12 +195,24 @@ export class Deployer {
     }
   }
 
-  /** Makes LIVE each deployment that every live replica has prepared; true when one went LIVE. */
+  /**
+   * Makes LIVE each deployment that every live replica has prepared; fails one that some live
+   * replica has not prepared within the deploy timeout (a replica that heartbeats but cannot load,
+   * or is stuck), naming them. True when the configuration changed.
+   */
   private async advance(live: ReplicaRecord[]): Promise<boolean> {
     let changed = false;
     for (const dep of this.inProgress) {
-      if (!this.prepared.has(dep.id)) continue;
-      if (!live.every((r) => r.loaded.prepared.includes(dep.id))) continue;
+      const missing = live.filter((r) => !r.loaded.prepared.includes(dep.id)).map((r) => r.id);
+      if (missing.length > 0 && this.clock() - dep.createdAt > this.deployTimeoutMs) {
+        const reason = `not loaded on replica${missing.length === 1 ? '' : 's'} ${missing.join(', ')} within ${this.deployTimeoutMs / 1000} s (DEPLOY_TIMEOUT_SECONDS)`;
+        if (await this.deployments.setStatus(dep.id, 'FAILED', reason)) {
+          this.log.warn({ deploymentId: dep.id, modelId: dep.modelId, missing }, 'deployment timed out');
+          changed = true;
+        }
+        continue;
+      }
+      if (!this.prepared.has(dep.id) || missing.length > 0) continue;
       if (await this.deployments.goLive(dep.id, dep.modelId)) changed = true;
     }
     return changed;

@@ -48,7 +48,7 @@ export async function createRealtime(opts: {
   const audiences = new AudienceStore(db, (trx) => deployments.audiencesInUse(trx), clock);
   const metrics = createPredictMetrics(opts.metrics);
   const registry = new RealtimeRegistry(builds, config.batching, (buildId, rows) => metrics.batchRows.observe({ build: buildId }, rows));
-  const deployer = new Deployer(models, builds, deployments, audiences, registry, opts.log, opts.cudaUnavailable);
+  const deployer = new Deployer(models, builds, deployments, audiences, registry, opts.log, opts.cudaUnavailable, config.replica.deployTimeoutMs, clock);
   const requestLog = new RequestLog(config.dataDir, config.requestLogMaxRows);
   const dropped = new Counter({ name: 'shadow_requests_dropped_total', help: 'Shadow copies dropped because the shadow queue was full', registers: [opts.metrics] });
   const shadows = new ShadowDispatcher(config.shadow, () => dropped.inc());

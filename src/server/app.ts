@@ -117,7 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const realtime = await createRealtime({ db: store.db, config, clock, metrics, log: server.log, cudaUnavailable: () => cudaUnavailableReason() });
   const vectors = store.local ? new VectorService(store.local, config.vectors, config.dataDir, server.log, metrics) : undefined;
-  const library = new LibraryService(store.db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => cudaUnavailableReason(), engine: config.llm }, server.log, clock);
+  const library = new LibraryService(store.db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => cudaUnavailableReason(), engine: config.llm, deployTimeoutMs: config.replica.deployTimeoutMs }, server.log, clock);
   const llmMetrics = new LlmMetrics(metrics, () => library.liveInstances().map(({ modelId, instance }) => ({ modelId, stats: instance.model.stats() })), clock);
 
   // This replica's routing snapshot, kept current (src/cluster/): read before the app serves.

@@ -69,6 +69,8 @@ export interface LibraryOptions {
   modelsDir: string;
   /** Why `cuda` cannot be used on this host, or null when it can. */
   cudaUnavailable: () => string | null;
+  /** A deployment that a replica it is placed on has not loaded this long after it was made is FAILED (default 600 s). */
+  deployTimeoutMs?: number;
   /** Engine settings applied to every instance (tests keep contexts small). */
   engine?: Pick<InstanceOptions, 'contextLength' | 'maxRunningSequences' | 'maxQueued' | 'kvCacheBytes'>;
 }
@@ -432,10 +434,16 @@ export class LibraryService {
   /** Makes LIVE each deployment on its way that every replica it is placed on has loaded; true when one went LIVE. */
   private async advance(live: ReplicaRecord[]): Promise<boolean> {
     let changed = false;
+    const timeoutMs = this.options.deployTimeoutMs ?? 600_000;
     for (const dep of this.inProgress) {
-      if (!this.live.has(dep.modelId)) continue;
       const placed = new Set(this.placedOn(dep, live));
-      if (!live.filter((r) => placed.has(r.id)).every((r) => holds(r, dep.modelId))) continue;
+      const missing = live.filter((r) => placed.has(r.id) && !holds(r, dep.modelId)).map((r) => r.id);
+      if (missing.length > 0 && this.clock() - dep.createdAt > timeoutMs) {
+        const reason = `not loaded on replica${missing.length === 1 ? '' : 's'} ${missing.join(', ')} within ${timeoutMs / 1000} s (DEPLOY_TIMEOUT_SECONDS)`;
+        if (await this.setStatus(dep.modelId, 'FAILED', { kind: 'load_error', reason }, ['PENDING', 'DEPLOYING'])) changed = true;
+        continue;
+      }
+      if (!this.live.has(dep.modelId) || missing.length > 0) continue;
       const result = await this.db
         .updateTable('library_deployments')
         .set({ status: 'LIVE', reason: null, failure_kind: null, updated_at: this.clock() })
