@@ -139,6 +139,21 @@ describe('three replicas on one PostgreSQL database', () => {
     const lib = await on('replica-b')<{ replicas: { applied: number; total: number } }>('GET', '/api/v1/library/deployments/tiny');
     expect(lib.body.replicas).toEqual({ applied: 3, total: 3 });
     expect(await streamOk(cluster.url('replica-c'))).toBe(true);
+
+    // The replicas as an operator lists them: all three live, serving, on the newest configuration.
+    type Listing = { config_version: number; replicas: Array<{ replica_id: string; state: string; live: boolean; applied_version: number; library_models: string[] }> };
+    await within(3000, 'every replica on the newest configuration', async () => {
+      const res = await on('replica-b')<Listing>('GET', '/api/v1/replicas');
+      return res.body.replicas.every((r) => r.applied_version === res.body.config_version);
+    });
+    const listed = (await on('replica-b')<Listing>('GET', '/api/v1/replicas')).body;
+    expect(listed.replicas.map((r) => [r.replica_id, r.state, r.live, r.library_models])).toEqual(IDS.map((id) => [id, 'serving', true, ['tiny@cpu/all']]));
+    const table = await runCli(['replicas'], { PLATFORM_URL: cluster.url('replica-a'), PLATFORM_API_KEY: opsKey, PLATFORM_CACHE_DIR: tempDir() });
+    expect(table.code, table.stderr).toBe(0);
+    const lines = table.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^REPLICA\s+STATE\s+LIVE\s+HEARTBEAT\s+CONFIG\s+DEPLOYMENTS\s+LIBRARY\s+ADDRESS$/);
+    expect(lines.slice(1).map((l) => l.split(/\s{2,}/).slice(0, 3))).toEqual(IDS.map((id) => [id, 'serving', 'yes']));
+    expect(lines.slice(1).every((l) => /\(newest\)\s+1\s+tiny\s+http:\/\/127\.0\.0\.1:\d+$/.test(l))).toBe(true);
   }, 120_000);
 
   it("answer a model's figures for the whole cluster, whichever replica is asked", async () => {
@@ -230,6 +245,13 @@ describe('three replicas on one PostgreSQL database', () => {
     liveDeployment = dep;
     const count = await on('replica-b')<{ replicas: { applied: number; total: number } }>('GET', '/api/v1/models/fraud');
     expect(count.body.replicas.total).toBe(2);
+    const listed = await on('replica-a')<{ replicas: Array<{ replica_id: string; state: string; live: boolean }> }>('GET', '/api/v1/replicas');
+    // Killed without a word: still "serving" in its row, but no longer live.
+    expect(listed.body.replicas.map((r) => [r.replica_id, r.state, r.live])).toEqual([
+      ['replica-a', 'serving', true],
+      ['replica-b', 'serving', true],
+      ['replica-c', 'serving', false],
+    ]);
   }, 60_000);
 
   it('SIGTERM of B under load fails nothing, and B exits 0', async () => {

@@ -34,7 +34,7 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'tr
 const PUBLIC = new Set(['GET /healthz', 'GET /readyz', 'POST /api/v1/authentication/platform-api-key']);
 const DOCS = ['GET /openapi.json', 'GET /docs', 'GET /docs/json', 'GET /docs/yaml'];
 const PUBLIC_WITH_DOCS = new Set([...PUBLIC, ...DOCS]);
-const TAGS = ['auth', 'keys', 'engine', 'realtime models', 'audiences', 'library', 'chat (OpenAI)', 'vectors', 'health/metrics'];
+const TAGS = ['auth', 'keys', 'engine', 'replicas', 'realtime models', 'audiences', 'library', 'chat (OpenAI)', 'vectors', 'health/metrics'];
 
 /** Starts a host, recording each route Fastify registers (HEAD twins left out). */
 async function startRecordingRoutes(env: Record<string, string> = {}): Promise<{ host: TestHost; routes: string[] }> {

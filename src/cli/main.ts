@@ -8,6 +8,7 @@ import { registerKeyCommands } from './commands/keys.js';
 import { registerLibraryCommands } from './commands/library.js';
 import { registerMetricsCommand } from './commands/metrics.js';
 import { registerModelCommands } from './commands/models.js';
+import { registerReplicaCommands } from './commands/replicas.js';
 import { registerStatusCommand } from './commands/status.js';
 import { registerVectorCommands } from './commands/vectors.js';
 import { guardProcess, reportFailure } from './failure.js';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerAudienceCommands(program);
   registerMetricsCommand(program);
   registerStatusCommand(program);
+  registerReplicaCommands(program);
   registerEngineCommand(program);
   registerVectorCommands(program);
   return program;

@@ -108,9 +108,16 @@ export class ReplicaDirectory {
       .execute();
   }
 
-  /** Every replica the table knows, live or not, by id. */
-  async all(): Promise<ReplicaRecord[]> {
-    return (await this.db.selectFrom('replicas').selectAll().orderBy('id').execute()).map(toRecord);
+  /** Every replica the table knows, live or not, by id, with the database's clock now. */
+  async all(): Promise<{ replicas: ReplicaRecord[]; now: number }> {
+    const rows = await this.db.selectFrom('replicas').selectAll().select(databaseNow(this.db).as('now')).orderBy('id').execute();
+    const now = Number(rows[0]?.now ?? 0);
+    return { replicas: rows.map((r) => toRecord(r)), now };
+  }
+
+  /** Whether `r` counts as live at `now` (the database's clock): what `live()` selects. */
+  isLive(r: ReplicaRecord, now: number): boolean {
+    return (r.state === 'starting' || r.state === 'serving') && r.heartbeatAt >= now - this.timeoutMs;
   }
 
   /** How many of the live replicas have applied something (`match` on what each reports loaded). */

@@ -15,6 +15,7 @@ import { installErrorHandling } from './error-handler.js';
 import { createMetricsRegistry, instrumentRequests, metricsRoute } from './metrics.js';
 import { docsRoutes, documentTokenRequired, registerOpenApi } from './openapi.js';
 import { engineRoutes } from './routes/engine.js';
+import { replicaRoutes } from './routes/replicas.js';
 import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
 import { tokenRoutes } from './routes/token.js';
@@ -175,6 +176,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (!config.docsPublic) await api.register(docsRoutes);
     await api.register(keysRoutes, { keys });
     await api.register(engineRoutes, { engineInfo: deps.engineInfo });
+    await api.register(replicaRoutes, { replicas, db: store.db });
     await api.register(realtimeRoutes, {
       realtime,
       maxBuildBytes: config.maxBuildBytes,
