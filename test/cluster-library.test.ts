@@ -54,6 +54,8 @@ beforeAll(async () => {
   const modelsDir = tempDir();
   writeTinyChatModel(modelsDir, 'tiny-chat');
   writeTinyChatModel(modelsDir, 'other-chat', { seed: 5 });
+  // Slow enough that a stream is still going when its replica is killed.
+  writeTinyChatModel(modelsDir, 'long-chat', { nEmbd: 256, nLayer: 4, nCtx: 4096 });
   cluster = new Cluster({
     DATABASE_URL: await pg.createDatabase('library_replicas'),
     PLATFORM_TOKEN_SECRET: CLUSTER_SECRET,
@@ -151,4 +153,31 @@ describe('library models across three replicas', () => {
       expect((await chat(id, 'duo')).status).toBe(404);
     }
   }, 30_000);
+
+  it('a forwarded stream whose replica dies ends with an error event, not a silent cut', async () => {
+    const alive = IDS.filter((id) => id !== holder);
+    const res = await apiClient(cluster.url(alive[0]!), token)('POST', '/api/v1/library/deployments', { name: 'long-chat', model_id: 'long', replicas: 1 });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    await untilLive('long');
+    const longHolder = (await chat(alive[0]!, 'long')).replica!;
+    const via = alive.find((id) => id !== longHolder)!;
+    const stream = await fetch(`${cluster.url(via)}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'long', messages: [{ role: 'user', content: 'Tell me everything' }], max_tokens: 3500, temperature: 0.8, stream: true }),
+    });
+    expect(stream.headers.get('x-replica-id')).toBe(longHolder);
+    const reader = stream.body!.getReader();
+    let text = new TextDecoder().decode((await reader.read()).value);
+    cluster.replicas.get(longHolder)!.host.proc.kill('SIGKILL');
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    const events = text.trim().split('\n\n');
+    expect(events.at(-1)).toBe('data: [DONE]');
+    expect(JSON.parse(events.at(-2)!.slice('data: '.length))).toMatchObject({ error: { code: 'unavailable' } });
+    expect(events.at(-2)).toContain(`(${longHolder}) stopped in the middle of the answer`);
+  }, 60_000);
 });

@@ -105,7 +105,12 @@ export class LibraryForwarder {
       if (value !== null) reply.header(name, value);
     }
     request.log.debug({ replica: to.id }, 'library request forwarded');
-    await reply.send(res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream) : '');
+    if (!res.body) return void (await reply.send(''));
+    const body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
+    // A stream cut by the holder (it died mid-answer) ends as our own streams end on a failure:
+    // one more event in the error shape, then [DONE]; a JSON answer is simply cut.
+    const events = (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
+    await reply.send(events ? Readable.from(endEventsOnFailure(body, to.id, request)) : body);
   }
 }
 
@@ -113,6 +118,16 @@ export class LibraryForwarder {
 class Unreachable extends Error {
   constructor(readonly answer: ApiError) {
     super(answer.message);
+  }
+}
+
+async function* endEventsOnFailure(source: Readable, replicaId: string, request: FastifyRequest): AsyncGenerator<Buffer> {
+  try {
+    for await (const chunk of source) yield chunk as Buffer;
+  } catch (err) {
+    request.log.warn({ replica: replicaId, err: (err as Error).message }, 'a forwarded stream was cut');
+    const error = new ApiError('unavailable', `the replica serving this model (${replicaId}) stopped in the middle of the answer; retry`);
+    yield Buffer.from(`data: ${JSON.stringify(error.body())}\n\ndata: [DONE]\n\n`);
   }
 }
 
