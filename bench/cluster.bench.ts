@@ -10,7 +10,7 @@ import os from 'node:os';
 import autocannon from 'autocannon';
 
 import { mlpModel } from './tabular.bench.js';
-import { Cluster, CLUSTER_SECRET, createKey, percentile, tokenOn } from '../test/helpers/cluster.js';
+import { percentile, startCluster } from '../test/helpers/cluster.js';
 import { linearModel } from '../test/helpers/models.js';
 import { tempDir } from '../test/helpers/paths.js';
 import { startPostgres } from '../test/helpers/postgres.js';
@@ -65,11 +65,8 @@ async function throughput(urls: string[], token: string, body: string) {
 
 export default async function run(): Promise<void> {
   const pg = await startPostgres();
-  const cluster = new Cluster({ DATABASE_URL: await pg.createDatabase('bench'), PLATFORM_TOKEN_SECRET: CLUSTER_SECRET, MODELS_DIR: tempDir(), LOG_LEVEL: 'warn' });
+  const { cluster, token } = await startCluster(pg, 'bench', IDS, { MODELS_DIR: tempDir(), LOG_LEVEL: 'warn' });
   try {
-    const { key } = await createKey(cluster.env, 'bench');
-    for (const id of IDS) await cluster.start(id);
-    const token = await tokenOn(cluster.url('replica-a'), key);
     const [a, b] = [cluster.url('replica-a'), cluster.url('replica-b')];
 
     // Propagation: a split of the catch-all audience between variations x and y, changed through B.

@@ -3,23 +3,17 @@
 // DATA_DIR then plays no part. A URL that cannot be reached is named without its password.
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ApiKeyStore } from '../src/auth/api-keys.js';
 import { openStore } from '../src/store/store.js';
 import { runCli } from './helpers/cli.js';
 import { freePort } from './helpers/free-port.js';
 import { tempDir } from './helpers/paths.js';
-import { startPostgres, type TestPostgres } from './helpers/postgres.js';
+import { usePostgres } from './helpers/store-engines.js';
 
 const KEY_LINE = /^psk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}\n$/;
 
-let server: TestPostgres;
-beforeAll(async () => {
-  server = await startPostgres();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = usePostgres();
 
 /** The keys as the host would see them: through the store on the same database. */
 async function withKeys<T>(databaseUrl: string, fn: (keys: ApiKeyStore) => Promise<T>): Promise<T> {
@@ -33,7 +27,7 @@ async function withKeys<T>(databaseUrl: string, fn: (keys: ApiKeyStore) => Promi
 
 describe('keys on DATABASE_URL', () => {
   it('create prints the key alone; list and revoke manage it; DATA_DIR is left alone', async () => {
-    const databaseUrl = await server.createDatabase('cli_keys');
+    const databaseUrl = await server().createDatabase('cli_keys');
     // A DATA_DIR that does not exist: with DATABASE_URL set it is neither read nor made.
     const dataDir = path.join(tempDir(), 'unused');
     const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
@@ -76,7 +70,7 @@ describe('keys on DATABASE_URL', () => {
   });
 
   it('lists keys that another client made in the same database, and none of DATA_DIR', async () => {
-    const databaseUrl = await server.createDatabase('cli_keys_shared');
+    const databaseUrl = await server().createDatabase('cli_keys_shared');
     const made = await withKeys(databaseUrl, (keys) => keys.create('from-the-host'));
     // A DATA_DIR with a key of its own: not the store while DATABASE_URL is set.
     const dataDir = tempDir();

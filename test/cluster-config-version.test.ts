@@ -3,25 +3,19 @@
 // row), a rolled-back one does not, a token exchange (last_used_at) does not, a revocation does;
 // on PostgreSQL the new version is notified at commit, never before.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../src/store/store.js';
 import { CONFIG_CHANNEL } from '../src/cluster/config-listener.js';
 import { tempDir } from './helpers/paths.js';
-import { startPostgres, type TestPostgres } from './helpers/postgres.js';
+import { usePostgres } from './helpers/store-engines.js';
 
-let server: TestPostgres;
-beforeAll(async () => {
-  server = await startPostgres();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = usePostgres();
 
 const version = async (store: Store) => Number((await store.db.selectFrom('config_version').select('version').executeTakeFirstOrThrow()).version);
 
 describe.each(['sqlite', 'postgres'] as const)('config_version on %s', (engine) => {
   it('moves once per committed change, never for a rollback or a token exchange', async () => {
-    const url = engine === 'postgres' ? await server.createDatabase(`version_${engine}`) : undefined;
+    const url = engine === 'postgres' ? await server().createDatabase(`version_${engine}`) : undefined;
     const store = await openStore({ dataDir: tempDir(), databaseUrl: url });
     const listener = url ? new pg.Client({ connectionString: url }) : undefined;
     const heard: number[] = [];

@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
-import { Cluster, CLUSTER_SECRET, createKey, tokenOn } from './helpers/cluster.js';
+import { startCluster, type Cluster } from './helpers/cluster.js';
 import { linearModel } from './helpers/models.js';
 import { startPostgres, type TestPostgres } from './helpers/postgres.js';
 
@@ -18,12 +18,10 @@ let api: Api;
 
 beforeAll(async () => {
   server = await startPostgres();
-  const url = await server.createDatabase('deadline');
-  cluster = new Cluster({ DATABASE_URL: url, PLATFORM_TOKEN_SECRET: CLUSTER_SECRET, DEPLOY_TIMEOUT_SECONDS: '2', REPLICA_TIMEOUT_MS: '1000', CONFIG_POLL_MS: '100' });
-  const { key } = await createKey(cluster.env, 'ops');
-  await cluster.start('replica-a');
-  api = apiClient(cluster.url('replica-a'), await tokenOn(cluster.url('replica-a'), key));
-  db = new pg.Client({ connectionString: url });
+  const started = await startCluster(server, 'deadline', ['replica-a'], { DEPLOY_TIMEOUT_SECONDS: '2', REPLICA_TIMEOUT_MS: '1000', CONFIG_POLL_MS: '100' });
+  cluster = started.cluster;
+  api = apiClient(cluster.url('replica-a'), started.token);
+  db = new pg.Client({ connectionString: started.databaseUrl });
   await db.connect();
 }, 60_000);
 

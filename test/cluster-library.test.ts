@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from './helpers/api.js';
 import { runCli } from './helpers/cli.js';
-import { Cluster, CLUSTER_SECRET, createKey, tokenOn } from './helpers/cluster.js';
+import { startCluster, type Cluster } from './helpers/cluster.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
 import { tempDir } from './helpers/paths.js';
 import { startPostgres, type TestPostgres } from './helpers/postgres.js';
@@ -56,16 +56,7 @@ beforeAll(async () => {
   writeTinyChatModel(modelsDir, 'other-chat', { seed: 5 });
   // Slow enough that a stream is still going when its replica is killed.
   writeTinyChatModel(modelsDir, 'long-chat', { nEmbd: 256, nLayer: 4, nCtx: 4096 });
-  cluster = new Cluster({
-    DATABASE_URL: await pg.createDatabase('library_replicas'),
-    PLATFORM_TOKEN_SECRET: CLUSTER_SECRET,
-    MODELS_DIR: modelsDir,
-    REPLICA_TIMEOUT_MS: '2000',
-    CONFIG_POLL_MS: '500',
-  });
-  key = (await createKey(cluster.env, 'ops')).key;
-  for (const id of IDS) await cluster.start(id);
-  token = await tokenOn(cluster.url('replica-a'), key);
+  ({ cluster, key, token } = await startCluster(pg, 'library_replicas', IDS, { MODELS_DIR: modelsDir, REPLICA_TIMEOUT_MS: '2000', CONFIG_POLL_MS: '500' }));
 }, 120_000);
 
 afterAll(async () => {

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
 import { runCli } from './helpers/cli.js';
-import { Cluster, CLUSTER_SECRET, createKey, killListener, percentile, runLoad, tokenOn, type LoadRecord } from './helpers/cluster.js';
+import { createKey, killListener, percentile, runLoad, startCluster, tokenOn, type Cluster, type LoadRecord } from './helpers/cluster.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
 import { linearModel } from './helpers/models.js';
 import { tempDir } from './helpers/paths.js';
@@ -80,12 +80,9 @@ async function underLoad(during: () => Promise<void>): Promise<LoadRecord[]> {
 
 beforeAll(async () => {
   pg = await startPostgres();
-  databaseUrl = await pg.createDatabase('three_replicas');
   const modelsDir = tempDir();
   writeTinyChatModel(modelsDir, 'tiny-chat');
-  cluster = new Cluster({
-    DATABASE_URL: databaseUrl,
-    PLATFORM_TOKEN_SECRET: CLUSTER_SECRET,
+  ({ cluster, databaseUrl, key: opsKey, token } = await startCluster(pg, 'three_replicas', IDS, {
     MODELS_DIR: modelsDir,
     // A replica killed without a word stops counting after 2 s.
     REPLICA_TIMEOUT_MS: '2000',
@@ -93,10 +90,7 @@ beforeAll(async () => {
     DRAIN_DELAY_SECONDS: '1',
     SHUTDOWN_TIMEOUT_SECONDS: '20',
     PREDICT_MAX_WAIT_MICROS: '0',
-  });
-  opsKey = (await createKey(cluster.env, 'ops')).key;
-  for (const id of IDS) await cluster.start(id);
-  token = await tokenOn(cluster.url('replica-a'), opsKey);
+  }));
 }, 120_000);
 
 afterAll(async () => {

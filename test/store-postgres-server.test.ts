@@ -1,21 +1,15 @@
 // The test PostgreSQL itself (test/helpers/postgres.ts): a real server on loopback that the suite
 // starts and stops on its own, so that the PostgreSQL store is tested against the real engine.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type TestPostgres } from './helpers/postgres.js';
+import { describe, expect, it } from 'vitest';
+import { usePostgres } from './helpers/store-engines.js';
 
 describe('the test PostgreSQL', () => {
-  let server: TestPostgres;
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+  const server = usePostgres();
 
   it('listens on loopback, creates databases, and speaks LISTEN/NOTIFY', async () => {
-    expect(server.url).toMatch(/^postgres:\/\/platform@127\.0\.0\.1:\d+\/postgres$/);
-    const url = await server.createDatabase('listen_check');
+    expect(server().url).toMatch(/^postgres:\/\/platform@127\.0\.0\.1:\d+\/postgres$/);
+    const url = await server().createDatabase('listen_check');
     const listener = new pg.Client({ connectionString: url });
     const notifier = new pg.Client({ connectionString: url });
     await listener.connect();

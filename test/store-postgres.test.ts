@@ -2,13 +2,13 @@
 // the same tables and columns, applied once even when replicas start together, and the same typed
 // rows through the query builder on both engines. Against a real server (test/helpers/postgres.ts).
 import { sql, type Kysely } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDatabase, sqliteQueryBuilder } from '../src/store/database.js';
 import { migrations } from '../src/store/migrations.js';
 import { openPostgres, postgresSchemaVersion } from '../src/store/postgres.js';
 import type { ControlPlaneTables } from '../src/store/schema.js';
 import { tempDir } from './helpers/paths.js';
-import { startPostgres, type TestPostgres } from './helpers/postgres.js';
+import { usePostgres } from './helpers/store-engines.js';
 
 const NEWEST = Math.max(...migrations.map((m) => m.version));
 const VECTOR_TABLES = new Set(['vector_collections', 'vectors', 'sqlite_sequence']);
@@ -67,16 +67,10 @@ async function roundTrip(db: Kysely<ControlPlaneTables>): Promise<unknown[]> {
 }
 
 describe('the store on PostgreSQL', () => {
-  let server: TestPostgres;
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+  const server = usePostgres();
 
   it('applies every migration, giving the tables and columns of the SQLite store', async () => {
-    const store = await openPostgres(await server.createDatabase('schema_check'));
+    const store = await openPostgres(await server().createDatabase('schema_check'));
     try {
       expect(await postgresSchemaVersion(store.db)).toBe(NEWEST);
       expect(await postgresColumns(store.db)).toEqual(sqliteColumns(tempDir()));
@@ -86,7 +80,7 @@ describe('the store on PostgreSQL', () => {
   });
 
   it('applies each migration once when replicas start together', async () => {
-    const url = await server.createDatabase('race_check');
+    const url = await server().createDatabase('race_check');
     const stores = await Promise.all([openPostgres(url), openPostgres(url), openPostgres(url)]);
     try {
       const rows = await stores[0]!.db.selectFrom('schema_migrations').select(['version', 'name']).orderBy('version').execute();
@@ -97,18 +91,18 @@ describe('the store on PostgreSQL', () => {
   });
 
   it('refuses a database written by a newer version, and a migration without a PostgreSQL form', async () => {
-    const url = await server.createDatabase('newer_check');
+    const url = await server().createDatabase('newer_check');
     const store = await openPostgres(url);
     await store.db.insertInto('schema_migrations').values({ version: NEWEST + 1, name: 'future', applied_at: 0 }).execute();
     await store.close();
     await expect(openPostgres(url)).rejects.toThrow(`schema ${NEWEST + 1} > ${NEWEST}`);
-    await expect(openPostgres(await server.createDatabase('sqlite_only'), [{ version: 1, name: 'only_sqlite', sql: 'CREATE TABLE x (y INTEGER)' }])).rejects.toThrow(
+    await expect(openPostgres(await server().createDatabase('sqlite_only'), [{ version: 1, name: 'only_sqlite', sql: 'CREATE TABLE x (y INTEGER)' }])).rejects.toThrow(
       'migration 1 (only_sqlite) has no PostgreSQL form',
     );
   });
 
   it('rolls a failing migration back whole', async () => {
-    const url = await server.createDatabase('rollback_check');
+    const url = await server().createDatabase('rollback_check');
     const bad = [
       { version: 1, name: 'a', sql: '', postgres: 'CREATE TABLE a (x INTEGER)' },
       { version: 2, name: 'broken', sql: '', postgres: 'CREATE TABLE b (y INTEGER); CREATE TABLE a (x INTEGER)' },
@@ -125,7 +119,7 @@ describe('the store on PostgreSQL', () => {
   });
 
   it('reads back the same typed rows as SQLite: numbers for BIGINT times, Buffers for bytes', async () => {
-    const pgStore = await openPostgres(await server.createDatabase('rows_check'));
+    const pgStore = await openPostgres(await server().createDatabase('rows_check'));
     const sqlite = openDatabase(tempDir());
     const sqliteDb = sqliteQueryBuilder(sqlite);
     try {

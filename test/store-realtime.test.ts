@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { ApiError, conflict, invalidArgument } from '../src/errors.js';
 import { ModelStore } from '../src/models/store.js';
@@ -23,17 +23,11 @@ import { ConfigSync } from '../src/cluster/config-sync.js';
 import { ReplicaDirectory } from '../src/cluster/replicas.js';
 import { linearModel } from './helpers/models.js';
 import { tempDir } from './helpers/paths.js';
-import { startPostgres, type TestPostgres } from './helpers/postgres.js';
+import { usePostgres } from './helpers/store-engines.js';
 
 type Engine = 'sqlite' | 'postgres';
 
-let server: TestPostgres | undefined;
-beforeAll(async () => {
-  server = await startPostgres();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = usePostgres();
 
 /** A clock that moves 1 ms per reading, so that orderings by time never tie. */
 function ticking(start = 1_795_000_000_000): () => number {
@@ -57,7 +51,7 @@ interface Replica {
  */
 async function cluster(engine: Engine, name: string) {
   const sqliteDir = tempDir();
-  const url = engine === 'postgres' ? await server!.createDatabase(name) : undefined;
+  const url = engine === 'postgres' ? await server().createDatabase(name) : undefined;
   const open: Replica[] = [];
   const closers: Array<() => Promise<void>> = [];
   const clock = ticking();

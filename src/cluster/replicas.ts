@@ -27,6 +27,12 @@ export interface ReplicaRecord {
   loaded: ReplicaLoad;
 }
 
+/** A library model loaded on a replica, as ReplicaLoad.library lists it. */
+export const libraryLoadId = (modelId: string, instanceType: string, threads: number | null): string => `${modelId}@${instanceType}/${threads ?? 'all'}`;
+
+/** Whether a replica's load has `modelId` loaded, on whatever instance. */
+export const holdsLibraryModel = (load: ReplicaLoad, modelId: string): boolean => load.library.some((m) => m.startsWith(`${modelId}@`));
+
 /** "applied on 2/3 replicas": of the live replicas, how many have it. */
 export interface ReplicaCount {
   applied: number;

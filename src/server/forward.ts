@@ -7,7 +7,7 @@
 // with Retry-After. The choice reads only the replica list of the last heartbeat, from memory.
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ReplicaRecord } from '../cluster/replicas.js';
+import { holdsLibraryModel, type ReplicaRecord } from '../cluster/replicas.js';
 import { rendezvous } from '../cluster/placement.js';
 import { ApiError } from '../errors.js';
 
@@ -18,13 +18,11 @@ export const REPLICA_HEADER = 'x-replica-id';
 /** Requests carrying the same value stick to one replica. */
 export const SESSION_HEADER = 'x-session-id';
 
-const holds = (r: ReplicaRecord, modelId: string) => r.loaded.library.some((m) => m.startsWith(`${modelId}@`));
-
 export type LibraryRoute = { to: 'here' } | { to: 'replica'; replica: ReplicaRecord } | { to: 'none' };
 
 /** Where a request for `modelId` goes, from the live replicas and whether this one serves it. */
 export function routeLibraryRequest(modelId: string, selfId: string, servedHere: boolean, reachable: readonly ReplicaRecord[], session: string | undefined): LibraryRoute {
-  const holding = reachable.filter((r) => r.id !== selfId && holds(r, modelId));
+  const holding = reachable.filter((r) => r.id !== selfId && holdsLibraryModel(r.loaded, modelId));
   // A draining replica still serves until it stops: the holder of last resort.
   const serving = holding.filter((r) => r.state === 'serving');
   const others = serving.length > 0 || servedHere ? serving : holding.filter((r) => r.state === 'draining');

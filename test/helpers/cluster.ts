@@ -6,6 +6,7 @@ import pg from 'pg';
 import { spawnHost, startLineOf, type ChildHost } from './child-host.js';
 import { runCli } from './cli.js';
 import { tempDir } from './paths.js';
+import type { TestPostgres } from './postgres.js';
 
 export const CLUSTER_SECRET = 'a-token-secret-shared-by-every-replica-0123456789';
 
@@ -164,4 +165,21 @@ export async function killListener(databaseUrl: string, id: string): Promise<num
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+/**
+ * A fresh database on `server` with the replicas `ids` started on it (one token secret, and
+ * `env`), an operator's key made with the CLI, and a token for it from the first replica.
+ */
+export async function startCluster(
+  server: TestPostgres,
+  database: string,
+  ids: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ cluster: Cluster; databaseUrl: string; key: string; token: string }> {
+  const databaseUrl = await server.createDatabase(database);
+  const cluster = new Cluster({ DATABASE_URL: databaseUrl, PLATFORM_TOKEN_SECRET: CLUSTER_SECRET, ...env });
+  const { key } = await createKey(cluster.env, 'ops');
+  for (const id of ids) await cluster.start(id);
+  return { cluster, databaseUrl, key, token: await tokenOn(cluster.url(ids[0]!), key) };
 }

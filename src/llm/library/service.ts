@@ -17,7 +17,7 @@ import { LIBRARY_PROJECT } from '../../models/names.js';
 import { findInCatalog, listCatalog } from './catalog.js';
 import type { InstanceType } from '../../native/surface.js';
 import { LlmInstance, ModelFileMissingError, type InstanceOptions } from './instance.js';
-import type { ReplicaRecord } from '../../cluster/replicas.js';
+import { holdsLibraryModel, libraryLoadId, type ReplicaRecord } from '../../cluster/replicas.js';
 import { placement } from '../../cluster/placement.js';
 
 export type LibraryStatus = 'PENDING' | 'DEPLOYING' | 'LIVE' | 'FAILED';
@@ -85,8 +85,6 @@ export interface LibraryCluster {
   /** Whether another replica is live now (read from the database, not the last snapshot). */
   othersLive(): Promise<boolean>;
 }
-
-const holds = (r: ReplicaRecord, modelId: string) => r.loaded.library.some((m) => m.startsWith(`${modelId}@`));
 
 export class LibraryService {
   private readonly live = new Map<string, LlmInstance>();
@@ -201,7 +199,7 @@ export class LibraryService {
 
   /** The models loaded here, as "<model id>@<instance type>/<threads or all>" (for the replica's row). */
   loadedIds(): string[] {
-    return [...this.live].map(([modelId, i]) => `${modelId}@${i.options.instanceType}/${i.options.threads ?? 'all'}`);
+    return [...this.live].map(([modelId, i]) => libraryLoadId(modelId, i.options.instanceType, i.options.threads ?? null));
   }
 
   liveInstances(): Array<{ modelId: string; instance: LlmInstance }> {
@@ -392,15 +390,14 @@ export class LibraryService {
     this.inProgress = deployments.filter((d) => d.status === 'PENDING' || d.status === 'DEPLOYING');
     for (const [modelId, instance] of [...this.live]) {
       const dep = byId.get(modelId);
-      if (!dep || dep.status === 'FAILED' || dep.createdAt !== this.loadedFrom.get(modelId) || (!this.placedHere(dep) && this.heldWherePlaced(dep))) {
-        // Undeployed, failed on another replica, or placed elsewhere now: this one lets it go.
+      const why = this.whyUnload(modelId, dep);
+      if (why !== undefined) {
         this.undeploys.set(modelId, this.undeployCount(modelId) + 1);
-        const why = !dep ? 'undeployed elsewhere' : dep.status === 'FAILED' ? 'failed elsewhere' : dep.createdAt !== this.loadedFrom.get(modelId) ? 'deployed again' : 'placed on other replicas';
         this.live.delete(modelId);
         this.loadedFrom.delete(modelId);
         this.log.info({ modelId }, `library model ${why}: unloaded here`);
         void this.retire(instance);
-      } else if ((dep.instanceType !== instance.options.instanceType || dep.threads !== instance.options.threads) && !this.pendingInstance.has(modelId)) {
+      } else if (dep && (dep.instanceType !== instance.options.instanceType || dep.threads !== instance.options.threads) && !this.pendingInstance.has(modelId)) {
         // Changed through another replica; a switch that failed here (no GPU) waits for the next change.
         if (this.switchFailed.get(modelId) !== `${dep.instanceType}/${dep.threads}@${dep.updatedAt}`) this.switchInstance(dep, dep.instanceType, dep.threads);
       }
@@ -411,6 +408,16 @@ export class LibraryService {
       if (this.failedHere.get(dep.modelId) === dep.updatedAt) continue;
       void this.startLoad(dep.modelId);
     }
+  }
+
+  /** Why this replica lets go of the instance it holds for `modelId` (its deployment now `dep`), if it does. */
+  private whyUnload(modelId: string, dep: LibraryDeployment | undefined): string | undefined {
+    if (!dep) return 'undeployed elsewhere';
+    if (dep.status === 'FAILED') return 'failed elsewhere';
+    if (dep.createdAt !== this.loadedFrom.get(modelId)) return 'deployed again';
+    // Placed elsewhere now: kept until the replicas it moved to have it (make before break).
+    if (!this.placedHere(dep) && this.heldWherePlaced(dep)) return 'placed on other replicas';
+    return undefined;
   }
 
   /** The replicas `dep` runs on, of the live ones (this one counted while it drains). */
@@ -424,7 +431,7 @@ export class LibraryService {
   /** Whether every replica `dep` is placed on has it loaded: only then does a replica it moved from let it go. */
   private heldWherePlaced(dep: LibraryDeployment): boolean {
     const live = this.cluster?.live() ?? [];
-    return this.placedOn(dep).every((id) => live.some((r) => r.id === id && holds(r, dep.modelId)));
+    return this.placedOn(dep).every((id) => live.some((r) => r.id === id && holdsLibraryModel(r.loaded, dep.modelId)));
   }
 
   private placedHere(dep: LibraryDeployment): boolean {
@@ -437,7 +444,7 @@ export class LibraryService {
     const timeoutMs = this.options.deployTimeoutMs ?? 600_000;
     for (const dep of this.inProgress) {
       const placed = new Set(this.placedOn(dep, live));
-      const missing = live.filter((r) => placed.has(r.id) && !holds(r, dep.modelId)).map((r) => r.id);
+      const missing = live.filter((r) => placed.has(r.id) && !holdsLibraryModel(r.loaded, dep.modelId)).map((r) => r.id);
       if (missing.length > 0 && this.clock() - dep.createdAt > timeoutMs) {
         const reason = `not loaded on replica${missing.length === 1 ? '' : 's'} ${missing.join(', ')} within ${timeoutMs / 1000} s (DEPLOY_TIMEOUT_SECONDS)`;
         if (await this.setStatus(dep.modelId, 'FAILED', { kind: 'load_error', reason }, ['PENDING', 'DEPLOYING'])) changed = true;

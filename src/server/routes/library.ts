@@ -7,7 +7,7 @@ import type { LibraryDeployment, LibraryService } from '../../llm/library/servic
 import { INSTANCE_TYPES, type InstanceType } from '../../native/surface.js';
 import { MODEL_ID_PATTERN } from '../../models/names.js';
 import { listOf, modelParams, replicaCountSchema, responses } from '../schemas.js';
-import type { ReplicaDirectory } from '../../cluster/replicas.js';
+import { holdsLibraryModel, type ReplicaDirectory } from '../../cluster/replicas.js';
 
 const deploymentSchema = {
   type: 'object',
@@ -155,7 +155,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
     { schema: { summary: 'Get one library deployment and its status', params: modelParams, response: responses({ 200: deploymentSchema }) } },
     async (request) => {
       const dep = await library.get(request.params.model_id);
-      const count = await replicas.appliedOn((load) => load.library.some((m) => m.startsWith(`${dep.modelId}@`)));
+      const count = await replicas.appliedOn((load) => holdsLibraryModel(load, dep.modelId));
       // Of the replicas it is placed on: all the live ones, or as many as asked for.
       return { ...json(dep), replicas: { applied: count.applied, total: dep.replicas === null ? count.total : Math.min(dep.replicas, count.total) } };
     },

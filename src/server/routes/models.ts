@@ -9,7 +9,7 @@ import { DEFAULT_PROJECT, MODEL_ID_PATTERN, PROJECT_PATTERN } from '../../models
 import type { ModelRecord } from '../../models/store.js';
 import type { BuildRecord } from '../../realtime/builds.js';
 import type { DeploymentRecord } from '../../realtime/deployments.js';
-import type { ReplicaDirectory } from '../../cluster/replicas.js';
+import { holdsLibraryModel, type ReplicaDirectory } from '../../cluster/replicas.js';
 import type { Realtime } from '../../realtime/service.js';
 import { INSTANCE_TYPES, type InstanceType } from '../../native/surface.js';
 import type { BatchingOverride } from '../../realtime/traffic.js';
@@ -299,7 +299,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       const model = await models.get(request.params.model_id);
       const [live, busy] = await Promise.all([deployments.live(model.id), deployments.inProgress(model.id)]);
       const replicas = await opts.replicas.appliedOn((load) =>
-        model.kind === 'library' ? load.library.some((m) => m.startsWith(`${model.id}@`)) : live !== undefined && load.serving.includes(live.id),
+        model.kind === 'library' ? holdsLibraryModel(load, model.id) : live !== undefined && load.serving.includes(live.id),
       );
       return { model: modelJson(model), live_deployment: live ? deploymentJson(live) : null, deployment_in_progress: busy ? deploymentJson(busy) : null, replicas };
     },
