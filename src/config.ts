@@ -80,6 +80,10 @@ export interface VectorConfig {
   ingestNice: number;
   /** Nice value of the index worker while it has graph work queued (searches run at 0). */
   indexNice: number;
+  /** On PostgreSQL: mean time between a replica's reads of every collection's head (besides notifications). */
+  pollMs: number;
+  /** On PostgreSQL: longest a read waits for the replica's copy to reach the collection's head (then 503). */
+  readTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -199,6 +203,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBacklogFloats: integer(env, 'VECTOR_MAX_BACKLOG_FLOATS', 16 * 1024 * 1024, 1024, 2 ** 31 - 1),
       ingestNice: integer(env, 'VECTOR_INGEST_NICE', 10, 0, 19),
       indexNice: integer(env, 'VECTOR_INDEX_NICE', 5, 0, 19),
+      pollMs: integer(env, 'VECTOR_POLL_MS', 1000, 10, 600_000),
+      readTimeoutMs: integer(env, 'VECTOR_READ_TIMEOUT_MS', 10_000, 1, 600_000),
     },
     batching: {
       maxBatchRows: integer(env, 'PREDICT_MAX_BATCH_ROWS', 1024, 1, 1_000_000),

@@ -2,7 +2,8 @@
 // database and one token secret. What one replica records, the other serves after it starts:
 // keys made by the CLI against the database, a realtime build uploaded through A (its bytes are in
 // the database, so B fetches and caches them), a library model (the GGUF file on a MODELS_DIR both
-// mount); and a key revoked by the CLI stops on both within a second. The vector routes say plainly that they are not there.
+// mount), a vector collection and its vectors; and a key revoked by the CLI stops on both within a
+// second.
 // Live propagation between running replicas (notifications) comes later; here B starts after.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -81,9 +82,9 @@ describe('two replicas on one PostgreSQL', () => {
     const chatA = await onA<{ choices: Array<{ message: { content: string } }> }>('POST', '/v1/chat/completions', chat);
     expect(chatA.status, JSON.stringify(chatA.body)).toBe(200);
 
-    const vectorsOnA = await onA<{ error: { code: string; message: string } }>('POST', '/api/v1/vectors/collections', { name: 'docs', dimension: 3, metric: 'cosine' });
-    expect(vectorsOnA.status).toBe(503);
-    expect(vectorsOnA.body.error.message).toContain('not available when the host runs on PostgreSQL');
+    expect((await onA('POST', '/api/v1/vectors/collections', { name: 'docs', dimension: 3, metric: 'cosine' })).status).toBe(201);
+    const vector = { id: 'v1', values: [0.5, -1, 2], properties: { lang: 'en' } };
+    expect((await onA('POST', '/api/v1/vectors/upsert', { collection_name: 'docs', vector: [vector] })).status).toBe(200);
 
     // B: another DATA_DIR, nothing on its disk; everything it serves comes from the database.
     const bDir = tempDir();
@@ -96,6 +97,7 @@ describe('two replicas on one PostgreSQL', () => {
     expect(chatB.status, JSON.stringify(chatB.body)).toBe(200);
     expect(chatB.body.choices[0]!.message.content).toBe(chatA.body.choices[0]!.message.content);
     expect((await onB<{ data: Array<{ id: string }> }>('GET', '/v1/models')).body.data.map((m) => m.id)).toEqual(['tiny']);
+    expect((await onB('GET', '/api/v1/vectors/collections/docs/v1')).body).toEqual({ vector });
 
     // A key revoked against the database stops on both replicas.
     const keyId = key.split('_')[1]!;

@@ -1,8 +1,9 @@
-// The replica's LISTEN connection on PostgreSQL: one client outside the pool, listening on the
-// channel the configuration triggers notify (migration 9), that reconnects with a jittered
-// backoff whenever it is lost. Each notification carries only the new version. After every
-// (re)connect the caller reads the configuration again, since notifications sent while the
-// connection was down are gone: a lost connection can delay a change, never lose it.
+// A replica's LISTEN connection on PostgreSQL: one client outside the pool, listening on one
+// channel, that reconnects with a jittered backoff whenever it is lost. The configuration
+// triggers notify CONFIG_CHANNEL with the new version (migration 9); vector writes notify their
+// own channel with the collection (src/vectors/shared-log.ts). After every (re)connect the caller
+// reads again, since notifications sent while the connection was down are gone: a lost connection
+// can delay a change, never lose it.
 import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
 
@@ -12,8 +13,10 @@ export interface ConfigListenerOptions {
   url: string;
   /** Shown in pg_stat_activity, so that an operator (or a test) can find this replica's listener. */
   applicationName: string;
-  /** A notification: the version just committed. */
-  onVersion: (version: number) => void;
+  /** The channel; CONFIG_CHANNEL when not given. */
+  channel?: string;
+  /** A notification's payload. */
+  onNotification: (payload: string) => void;
   /** Connected and listening, the first time and after every reconnect. */
   onListening: () => void;
   log: FastifyBaseLogger;
@@ -54,18 +57,15 @@ export class ConfigListener {
       if (this.client === client) this.client = undefined;
       client.end().catch(() => undefined);
       if (this.stopped) return;
-      this.options.log.warn({ err: err?.message }, 'configuration listener lost its connection; reconnecting');
+      this.options.log.warn({ err: err?.message, channel: this.options.channel ?? CONFIG_CHANNEL }, 'notification listener lost its connection; reconnecting');
       this.scheduleRetry();
     };
     client.on('error', onLost);
     client.on('end', () => onLost());
-    client.on('notification', (message) => {
-      const version = Number(message.payload);
-      if (Number.isSafeInteger(version)) this.options.onVersion(version);
-    });
+    client.on('notification', (message) => this.options.onNotification(message.payload ?? ''));
     try {
       await client.connect();
-      await client.query(`LISTEN ${CONFIG_CHANNEL}`);
+      await client.query(`LISTEN ${this.options.channel ?? CONFIG_CHANNEL}`);
     } catch (err) {
       onLost(err as Error);
       return;
@@ -77,7 +77,7 @@ export class ConfigListener {
     this.client = client;
     this.retryMs = FIRST_RETRY_MS;
     this.connections++;
-    if (this.connections > 1) this.options.log.info('configuration listener reconnected');
+    if (this.connections > 1) this.options.log.info({ channel: this.options.channel ?? CONFIG_CHANNEL }, 'notification listener reconnected');
     this.options.onListening();
   }
 

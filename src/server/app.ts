@@ -2,7 +2,7 @@
 // process state of its own (no signals, no listening), so tests build it in-process and main.ts
 // wraps it for production.
 import crypto from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Store } from '../store/store.js';
@@ -20,9 +20,10 @@ import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
 import { tokenRoutes } from './routes/token.js';
 import { validatorCompiler } from '../validation.js';
+import { openVectorCache } from '../vectors/cache-file.js';
 import { VectorService } from '../vectors/service.js';
+import { SharedVectorLog, VECTORS_CHANNEL } from '../vectors/shared-log.js';
 import { vectorRoutes } from './routes/vectors.js';
-import { vectorsElsewhereRoutes } from './routes/vectors-elsewhere.js';
 import { createRealtime, type Realtime } from '../realtime/service.js';
 import { ConfigListener } from '../cluster/config-listener.js';
 import { ConfigSync } from '../cluster/config-sync.js';
@@ -55,8 +56,7 @@ export interface App {
   keys: ApiKeyStore;
   tokens: TokenIssuer;
   realtime: Realtime;
-  /** None on PostgreSQL: the vector store across replicas comes with its own change. */
-  vectors: VectorService | undefined;
+  vectors: VectorService;
   library: LibraryService;
   /** This replica among those on the database, and its snapshot of the configuration. */
   cluster: { replicas: ReplicaDirectory; sync: ConfigSync };
@@ -117,7 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   instrumentRequests(server, metrics);
 
   const realtime = await createRealtime({ db: store.db, config, clock, metrics, log: server.log, cudaUnavailable: () => cudaUnavailableReason() });
-  const vectors = store.local ? new VectorService(store.local, config.vectors, config.dataDir, server.log, metrics) : undefined;
+  const vectors = await openVectors(store, config, server.log, metrics);
   const library = new LibraryService(store.db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => cudaUnavailableReason(), engine: config.llm, deployTimeoutMs: config.replica.deployTimeoutMs }, server.log, clock);
   const llmMetrics = new LlmMetrics(metrics, () => library.liveInstances().map(({ modelId, instance }) => ({ modelId, stats: instance.model.stats() })), clock);
 
@@ -127,15 +127,44 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const sync = new ConfigSync({
     db: store.db,
     replicas,
-    parts: [keys.revocations.snapshotPart, realtime.audiences.snapshotPart, realtime.deployer.snapshotPart, library.snapshotPart],
+    parts: [
+      keys.revocations.snapshotPart,
+      realtime.audiences.snapshotPart,
+      realtime.deployer.snapshotPart,
+      library.snapshotPart,
+      ...(vectors.snapshotPart ? [vectors.snapshotPart] : []),
+    ],
     load: () => ({ ...realtime.deployer.load(), library: library.loadedIds() }),
     pollMs: config.replica.configPollMs,
     heartbeatMs: Math.max(50, Math.round(config.replica.timeoutMs / 5)),
     log: server.log,
     ...(databaseUrl
-      ? { listener: (callbacks) => new ConfigListener({ url: databaseUrl, applicationName: `platform-listen ${config.replica.id}`, log: server.log, ...callbacks }) }
+      ? {
+          listener: ({ onVersion, onListening }) =>
+            new ConfigListener({
+              url: databaseUrl,
+              applicationName: `platform-listen ${config.replica.id}`,
+              log: server.log,
+              onListening,
+              onNotification: (payload) => {
+                const version = Number(payload);
+                if (Number.isSafeInteger(version)) onVersion(version);
+              },
+            }),
+        }
       : {}),
   });
+  // Vector writes wake the replicas on a channel of their own (each names its collection).
+  const vectorListener = databaseUrl
+    ? new ConfigListener({
+        url: databaseUrl,
+        applicationName: `platform-listen-vectors ${config.replica.id}`,
+        channel: VECTORS_CHANNEL,
+        log: server.log,
+        onNotification: (payload) => vectors.notified(payload),
+        onListening: () => undefined,
+      })
+    : undefined;
   realtime.deployer.changed = () => sync.poke();
   library.cluster = {
     selfId: replicas.self.id,
@@ -144,6 +173,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     othersLive: async () => (await replicas.live()).some((r) => r.id !== replicas.self.id),
   };
   await sync.start();
+  vectorListener?.start();
+  vectors.startFollowing();
   // After the first snapshot: the library places its models on the replicas it now knows.
   await library.restore();
   const forwarder = new LibraryForwarder({
@@ -155,15 +186,22 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // In this order: stop reading the configuration, then let go of what it loaded.
   server.addHook('onClose', async () => {
     await sync.stop();
+    await vectorListener?.stop();
     keys.revocations.stop();
     await library.close();
     await realtime.close();
-    await vectors?.close();
+    await vectors.close();
   });
 
   // First: the document learns each route as it is registered.
   await registerOpenApi(server);
-  await server.register(healthRoutes, { isReady: () => ready && sync.hasSnapshot() });
+  await server.register(healthRoutes, {
+    isReady: () => ready && sync.hasSnapshot(),
+    notReadyFor: () =>
+      vectors
+        .catchingUp()
+        .map((c) => `the vector collection "${c.name}" (${c.copy ? `at change ${c.copy.applied} of ${c.copy.head}` : 'loading its indexes'})`),
+  });
   await server.register(tokenRoutes, { keys, tokens, limiter });
   if (config.metricsPublic) await server.register(metricsRoute, { registry: metrics });
   if (config.docsPublic) await server.register(docsRoutes);
@@ -187,8 +225,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     await api.register(libraryRoutes, { library, replicas });
     await api.register(chatRoutes, { library, metrics: llmMetrics, forwarder });
     await api.register(openAiRootRoutes, { library, metrics: llmMetrics, forwarder });
-    if (vectors) await api.register(vectorRoutes, { vectors, maxBodyBytes: config.vectors.maxBodyBytes });
-    else await api.register(vectorsElsewhereRoutes);
+    await api.register(vectorRoutes, { vectors, maxBodyBytes: config.vectors.maxBodyBytes });
   });
 
   return {
@@ -205,4 +242,19 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       await sync.drain();
     },
   };
+}
+
+/**
+ * The vector store: on SQLite, its tables in the store's own file; on PostgreSQL, the shared log
+ * there, with this replica's copy in a cache file of its own in DATA_DIR (src/vectors/cache-file.ts).
+ */
+async function openVectors(store: Store, config: Config, log: FastifyBaseLogger, metrics: Registry): Promise<VectorService> {
+  if (store.local) return new VectorService(store.local, config.vectors, config.dataDir, log, metrics);
+  const shared = new SharedVectorLog(store.db);
+  const cache = await openVectorCache(config.dataDir, shared, log);
+  return new VectorService(cache.db, config.vectors, cache.dir, log, metrics, {
+    log: shared,
+    pollMs: config.vectors.pollMs,
+    readTimeoutMs: config.vectors.readTimeoutMs,
+  });
 }

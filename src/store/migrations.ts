@@ -109,6 +109,47 @@ const LIBRARY_PLACEMENT = `
       ALTER TABLE library_deployments ADD COLUMN replicas INTEGER CHECK (replicas IS NULL OR replicas >= 1);
     `;
 
+const CLUSTER_VECTORS_POSTGRES = `
+      -- The vector store of record when the replicas share PostgreSQL (src/vectors/shared-log.ts).
+      -- Each replica keeps its own copy (a SQLite cache and HNSW graphs in its DATA_DIR) and follows
+      -- the rows past the sequence number it has applied.
+      CREATE TABLE vector_collections (
+        id              BIGSERIAL PRIMARY KEY,   -- never reused: names each replica's index directory
+        name            TEXT NOT NULL UNIQUE,
+        dimension       INTEGER NOT NULL CHECK (dimension BETWEEN 1 AND 65536),
+        metric          TEXT NOT NULL CHECK (metric IN ('cosine', 'l2', 'dot')),
+        description     TEXT NOT NULL DEFAULT '',
+        multi_tenant    INTEGER NOT NULL CHECK (multi_tenant IN (0, 1)),
+        hnsw_m          INTEGER NOT NULL,
+        ef_construction INTEGER NOT NULL,
+        ef_search       INTEGER NOT NULL,
+        vector_count    BIGINT NOT NULL DEFAULT 0,   -- live vectors (tombstones not counted)
+        last_seq        BIGINT NOT NULL DEFAULT 0,   -- sequence number of the newest change
+        created_at      BIGINT NOT NULL
+      );
+      -- The current state of every vector, and a tombstone (vec NULL) for each deleted one: the log
+      -- compacted by key. A write takes its collection's row lock to number its changes, so they
+      -- commit in sequence order and a reader of "seq > n" never misses one committed later.
+      CREATE TABLE vectors (
+        collection_id BIGINT NOT NULL REFERENCES vector_collections(id) ON DELETE CASCADE,
+        tenant        TEXT NOT NULL,
+        id            TEXT NOT NULL,
+        seq           BIGINT NOT NULL,
+        vec           BYTEA,                     -- float32 little-endian; NULL: deleted
+        properties    JSONB,                     -- NULL: deleted
+        PRIMARY KEY (collection_id, tenant, id)
+      );
+      CREATE INDEX vectors_by_seq ON vectors (collection_id, seq);
+      -- Which database the replicas' caches copy: a cache made from another is thrown away.
+      CREATE TABLE vector_store_identity (
+        id    INTEGER PRIMARY KEY CHECK (id = 1),
+        token TEXT NOT NULL
+      );
+      INSERT INTO vector_store_identity (id, token) VALUES (1, md5(random()::text || clock_timestamp()::text));
+      -- Collections are configuration: made or dropped, every replica reads them again.
+      CREATE CONSTRAINT TRIGGER vector_collections_config AFTER INSERT OR DELETE ON vector_collections DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION platform_config_changed();
+    `;
+
 export const migrations: readonly Migration[] = [
   {
     version: 1,
@@ -349,5 +390,14 @@ export const migrations: readonly Migration[] = [
     name: 'library_placement',
     sql: LIBRARY_PLACEMENT,
     postgres: LIBRARY_PLACEMENT,
+  },
+  {
+    version: 11,
+    name: 'cluster_vectors',
+    sql: `
+      -- On SQLite the vector tables are migration 3's, in the same file: nothing to add.
+      SELECT 1;
+    `,
+    postgres: CLUSTER_VECTORS_POSTGRES,
   },
 ];

@@ -4,6 +4,11 @@
 // The index worker then does the work. Fetch and the collection listings read SQLite directly:
 // they are point reads that need no graph; an export reads it through a connection of its own
 // (snapshot-export.ts). Beyond SPEC.md: count, scroll, delete by filter, export and import.
+//
+// On PostgreSQL (several replicas) the store of record is the shared log (shared-log.ts): writes
+// go there and are answered once committed, and the index worker holds this replica's copy, which
+// the log follower keeps current (log-follower.ts). A read first waits for the copy to reach the
+// collection's head (read-your-writes on every replica) and reports the sequence number it reflects.
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
@@ -11,7 +16,10 @@ import type { Registry } from 'prom-client';
 import type { VectorConfig } from '../config.js';
 import { ApiError, conflict, invalidArgument, notFound } from '../errors.js';
 import type { Db } from '../store/database.js';
+import type { SnapshotPart } from '../cluster/config-sync.js';
 import { float32ArrayToNumbers } from './distance.js';
+import { LogFollower, type ReplicaCopy } from './log-follower.js';
+import type { SharedVectorLog } from './shared-log.js';
 import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
 import { parseFilter } from './filter.js';
 import { VectorMetrics } from './metrics.js';
@@ -87,6 +95,20 @@ export interface CollectionJson {
   vector_count: number;
   created_at: number;
   index?: { tenants: number; indexed: number; tombstones: number; pending: number; compacting: boolean };
+  /** On PostgreSQL: this replica's copy of the collection. */
+  replica?: { state: 'ready' | 'catching_up'; applied_seq: number; last_seq: number };
+}
+
+/** Told the sequence number a write committed at, or a read reflects (PostgreSQL only). */
+export type SeqNote = (seq: number) => void;
+
+/** The shared store on PostgreSQL and this replica's place in it. */
+export interface SharedVectorOptions {
+  log: SharedVectorLog;
+  /** Mean time between reads of every collection's head. */
+  pollMs: number;
+  /** Longest a read waits for this replica's copy to reach the collection's head. */
+  readTimeoutMs: number;
 }
 
 export interface VectorJson {
@@ -113,11 +135,12 @@ const EXPORT_RETRY_AFTER_S = 5;
 /** How long a /metrics scrape waits for the index worker's figures before leaving them out. */
 const GAUGES_TIMEOUT_MS = 2000;
 
-const collectionJson = (c: CollectionRecord, stats?: IndexStats): CollectionJson => ({
+const collectionJson = (c: CollectionRecord, stats?: IndexStats, copy?: ReplicaCopy): CollectionJson => ({
   ...collectionDefinitionJson(c),
   vector_count: c.vectorCount,
   created_at: c.createdAt,
   ...(stats ? { index: stats } : {}),
+  ...(copy ? { replica: { state: copy.catchingUp ? 'catching_up' : 'ready', applied_seq: copy.applied, last_seq: Math.max(copy.head, copy.applied) } } : {}),
 });
 
 export class VectorService {
@@ -129,6 +152,9 @@ export class VectorService {
   private readonly dbPath: string;
   /** Exports streaming now: each holds a read transaction and a connection (snapshot-export.ts). */
   private exportsOpen = 0;
+  /** On PostgreSQL: the store of record, and what keeps this replica's copy current. */
+  private readonly shared: SharedVectorLog | undefined;
+  private readonly follower: LogFollower | undefined;
 
   constructor(
     db: Db,
@@ -137,6 +163,8 @@ export class VectorService {
     log: FastifyBaseLogger,
     /** The host's Prometheus registry, for the vector_store_* series (metrics.ts). */
     registry?: Registry,
+    /** On PostgreSQL; `db` and `dataDir` are then this replica's cache (cache-file.ts). */
+    shared?: SharedVectorOptions,
   ) {
     this.dbPath = db.name;
     this.worker = new WorkerClient<WorkerOps>(
@@ -175,9 +203,52 @@ export class VectorService {
     this.ingest = new WorkerClient<IngestOps>('ingest-worker', { nice: config.ingestNice }, log, (client) => {
       void client.call('setCollections', { collections: this.collectionInfos() }).catch(() => undefined);
     });
+    this.shared = shared?.log;
+    if (shared) {
+      this.follower = new LogFollower({
+        log: shared.log,
+        worker: this.worker,
+        pollMs: shared.pollMs,
+        readTimeoutMs: shared.readTimeoutMs,
+        logger: log,
+        onCollections: (list) => {
+          this.byName.clear();
+          for (const c of list) this.byName.set(c.name, c);
+          void this.syncIngest();
+        },
+      });
+    }
     // With collections on disk, start loading their indexes now rather than on the first request;
     // without any, the workers start when the vector store is first used.
-    if (this.byName.size > 0) this.worker.start();
+    if (this.byName.size > 0 || shared) this.worker.start();
+  }
+
+  /** On PostgreSQL: the collections as configuration, read with every change (ConfigSync). */
+  get snapshotPart(): SnapshotPart | undefined {
+    const follower = this.follower;
+    return follower && { name: 'vectors', apply: () => follower.reconcile() };
+  }
+
+  /** On PostgreSQL, after the first snapshot: follows the shared store's heads from now on. */
+  startFollowing(): void {
+    this.follower?.start();
+  }
+
+  /** On PostgreSQL: a write's notification (its payload, the collection's id). */
+  notified(payload: string): void {
+    this.follower?.notified(payload);
+  }
+
+  /** On PostgreSQL: the collections this replica has not caught up with yet (not ready for them). */
+  catchingUp(): Array<{ name: string; copy: ReplicaCopy | undefined }> {
+    return this.follower?.catchingUp() ?? [];
+  }
+
+  /** Waits until this replica reflects every write the collection had committed (PostgreSQL). */
+  private async consistent(c: CollectionRecord, note?: SeqNote): Promise<void> {
+    if (!this.follower) return;
+    const seq = await this.follower.readable(c);
+    note?.(seq);
   }
 
   /** The index worker's figures for /metrics; none while it is not running or does not answer in time. */
@@ -216,7 +287,7 @@ export class VectorService {
 
   async createCollection(body: CreateCollectionBody): Promise<CollectionJson> {
     if (this.byName.has(body.name)) throw conflict(`a vector collection named "${body.name}" already exists`, 'name');
-    const record = await this.worker.call('createCollection', {
+    const spec = {
       name: body.name,
       dimension: body.dimension,
       metric: body.metric ?? 'cosine',
@@ -227,25 +298,57 @@ export class VectorService {
         efConstruction: body.hnsw?.ef_construction ?? this.config.defaultEfConstruction,
         ef: body.hnsw?.ef ?? this.config.defaultEf,
       },
-    });
+    };
+    if (this.shared && this.follower) {
+      const shared = this.shared;
+      const follower = this.follower;
+      return follower.exclusive(async () => {
+        const record = await shared.createCollection(spec, Date.now());
+        await follower.adopt(record);
+        this.byName.set(record.name, record);
+        await this.syncIngest();
+        return collectionJson(record);
+      });
+    }
+    const record = await this.worker.call('createCollection', spec);
     this.byName.set(record.name, record);
     await this.syncIngest();
     return collectionJson(record);
   }
 
-  listCollections(): CollectionJson[] {
+  async listCollections(): Promise<CollectionJson[]> {
+    if (this.shared) return (await this.shared.collections()).map((c) => collectionJson(c));
     return (this.stmt.all.all() as CollectionRow[]).map((r) => collectionJson(collectionFromRow(r)));
   }
 
   async getCollection(name: string): Promise<CollectionJson> {
     const c = this.collection(name, 'name');
     const stats = await this.worker.call('stats', { collectionId: c.id });
+    if (this.shared) {
+      const record = await this.shared.collection(name);
+      if (!record || record.id !== c.id) throw notFound(`no vector collection named "${name}"`, 'name');
+      return collectionJson(record, stats, this.follower!.copyOf(c.id));
+    }
     const row = this.stmt.byName.get(name) as CollectionRow | undefined;
     if (!row) throw notFound(`no vector collection named "${name}"`, 'name');
     return collectionJson(collectionFromRow(row), stats);
   }
 
   async deleteCollection(name: string): Promise<{ name: string; deleted: true }> {
+    if (this.shared && this.follower) {
+      const shared = this.shared;
+      const follower = this.follower;
+      await follower.exclusive(async () => {
+        const c = this.collection(name, 'name');
+        if (!(await shared.dropCollection(c.id))) throw notFound(`no vector collection named "${name}"`, 'name');
+        this.byName.delete(name);
+        follower.forget(c.id);
+        await this.worker.call('dropCollection', { collectionId: c.id });
+        await this.syncIngest();
+      });
+      this.metrics?.forget(name);
+      return { name, deleted: true };
+    }
     const c = this.collection(name, 'name');
     this.byName.delete(name);
     try {
@@ -263,16 +366,29 @@ export class VectorService {
   // ---- the five operations ----
 
   /** An upsert body as bytes: parsed and checked by the ingest worker, written by the index worker. */
-  async upsert(bytes: Buffer): Promise<{ num_affected: number }> {
+  async upsert(bytes: Buffer, note?: SeqNote): Promise<{ num_affected: number }> {
     // The bytes are copied once into a buffer of their own, so that it can move to the worker.
     const copy = new Uint8Array(bytes.byteLength);
     copy.set(bytes);
     const started = performance.now();
     const batch = await this.ingest.call('parseUpsert', { bytes: copy }, [copy.buffer]);
+    if (this.shared) {
+      const c = this.byId(batch.collectionId);
+      const { seq } = await this.shared.upsert(batch, c.dimension);
+      note?.(seq);
+      this.follower!.notified(String(c.id));
+      this.metrics?.upsert(c.name, batch.ids.length, (performance.now() - started) / 1000);
+      return { num_affected: batch.ids.length };
+    }
     const res = await this.worker.call('upsert', batch, [batch.values.buffer as ArrayBuffer]);
     const name = this.nameOf(batch.collectionId);
     if (name !== undefined) this.metrics?.upsert(name, res.numAffected, (performance.now() - started) / 1000);
     return { num_affected: res.numAffected };
+  }
+
+  private byId(collectionId: number): CollectionRecord {
+    for (const c of this.byName.values()) if (c.id === collectionId) return c;
+    throw notFound('the vector collection was deleted while this request was on its way', 'collection_name');
   }
 
   private nameOf(collectionId: number): string | undefined {
@@ -280,11 +396,12 @@ export class VectorService {
     return undefined;
   }
 
-  async search(body: SearchBody): Promise<{ search_results: SearchResultJson[] }> {
+  async search(body: SearchBody, note?: SeqNote): Promise<{ search_results: SearchResultJson[] }> {
     const started = performance.now();
     const c = this.collection(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     checkDimension(c, body.reference_vector.element, 'reference_vector.element');
+    await this.consistent(c, note);
     const query = new Float32Array(c.dimension);
     packNumbers(body.reference_vector.element, query, 0, 'reference_vector.element');
     const filter = body.filter === undefined ? undefined : parseFilter(body.filter);
@@ -306,7 +423,7 @@ export class VectorService {
     };
   }
 
-  async delete(body: DeleteBody): Promise<{ num_vectors_deleted: number }> {
+  async delete(body: DeleteBody, note?: SeqNote): Promise<{ num_vectors_deleted: number }> {
     // What the schema cannot say: exactly one of the two (checked first, as the schema would be).
     if (body.filter !== undefined && body.vector_identifiers !== undefined) throw invalidArgument('give vector_identifiers or filter, not both', 'filter');
     if (body.filter === undefined && body.vector_identifiers === undefined) {
@@ -315,7 +432,14 @@ export class VectorService {
     const c = this.collection(body.collection_name);
     if (body.filter !== undefined) {
       const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
-      const res = await this.worker.call('deleteWhere', { collectionId: c.id, tenant, filter: parseFilter(body.filter) });
+      const filter = parseFilter(body.filter);
+      if (this.shared) {
+        // The ids that match in this replica's copy, once it reflects every committed write.
+        await this.consistent(c);
+        const { ids } = await this.worker.call('idsWhere', { collectionId: c.id, tenant, filter });
+        return this.deleteShared(c, ids.map((id) => ({ tenant, id })), note);
+      }
+      const res = await this.worker.call('deleteWhere', { collectionId: c.id, tenant, filter });
       return { num_vectors_deleted: res.numDeleted };
     }
     const keys: VectorKey[] = body.vector_identifiers!.map((v, i) => {
@@ -323,16 +447,25 @@ export class VectorService {
       checkId(v.vector_id, `${at}.vector_id`);
       return { tenant: itemTenant(c, v.tenant_id, body.tenant_id, at), id: v.vector_id };
     });
+    if (this.shared) return this.deleteShared(c, keys, note);
     const res = await this.worker.call('delete', { collectionId: c.id, keys });
     return { num_vectors_deleted: res.numDeleted };
   }
 
+  private async deleteShared(c: CollectionRecord, keys: VectorKey[], note?: SeqNote): Promise<{ num_vectors_deleted: number }> {
+    const { deleted, seq } = await this.shared!.delete(c.id, keys);
+    note?.(seq);
+    this.follower!.notified(String(c.id));
+    return { num_vectors_deleted: deleted };
+  }
+
   // ---- beyond SPEC.md: count, scroll, export, import ----
 
-  async count(body: CountBody): Promise<{ count: number }> {
+  async count(body: CountBody, note?: SeqNote): Promise<{ count: number }> {
     const c = this.collection(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     const filter = body.filter === undefined ? undefined : parseFilter(body.filter);
+    await this.consistent(c, note);
     return this.worker.call('count', { collectionId: c.id, tenant, filter });
   }
 
@@ -342,11 +475,12 @@ export class VectorService {
    * vectors, even none, while next_cursor is set: one call scans a bounded number of ids
    * (SCROLL_SCAN_MAX), so a sparse filter pages through the partition in steps.
    */
-  async scroll(body: ScrollBody): Promise<{ vectors: VectorJson[]; next_cursor: string | null }> {
+  async scroll(body: ScrollBody, note?: SeqNote): Promise<{ vectors: VectorJson[]; next_cursor: string | null }> {
     const c = this.collection(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     const filter = body.filter === undefined ? undefined : parseFilter(body.filter);
     const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor);
+    await this.consistent(c, note);
     const res = await this.worker.call('scroll', {
       collectionId: c.id,
       tenant,
@@ -375,8 +509,8 @@ export class VectorService {
    * At most maxConcurrentExports at once (each holds a connection and keeps the WAL from being
    * checkpointed past its snapshot): beyond, a 429 with Retry-After.
    */
-  exportCollection(name: string): { filename: string; vectorCount: number; stream: Readable } {
-    this.collection(name, 'name');
+  async exportCollection(name: string): Promise<{ filename: string; vectorCount: number; stream: Readable }> {
+    await this.consistent(this.collection(name, 'name'));
     const max = this.config.maxConcurrentExports;
     if (this.exportsOpen >= max) {
       throw new ApiError('overloaded', `${max} exports are already streaming (VECTOR_MAX_CONCURRENT_EXPORTS); retry when one has finished`, null, {
@@ -466,16 +600,30 @@ export class VectorService {
       throw err;
     }
     if (this.byName.has(batch.collection.name)) throw exists(batch.collection.name);
+    if (this.shared && this.follower) {
+      const shared = this.shared;
+      const follower = this.follower;
+      return follower.exclusive(async () => {
+        const record = await shared.importCollection(batch, Date.now()).catch((err: unknown) => {
+          throw err instanceof ApiError && err.code === 'conflict' ? exists(batch.collection.name) : err;
+        });
+        await follower.adopt(record);
+        this.byName.set(record.name, record);
+        await this.syncIngest();
+        return collectionJson(record);
+      });
+    }
     const record = await this.worker.call('importCollection', batch, [batch.values.buffer as ArrayBuffer]);
     this.byName.set(record.name, record);
     await this.syncIngest();
     return collectionJson(record);
   }
 
-  fetch(collectionName: string, id: string, tenantId: string | undefined): { vector: VectorJson } {
+  async fetch(collectionName: string, id: string, tenantId: string | undefined, note?: SeqNote): Promise<{ vector: VectorJson }> {
     const c = this.collection(collectionName, 'collection');
     const tenant = tenantOf(c, tenantId, 'tenant_id');
     checkId(id, 'id');
+    await this.consistent(c, note);
     const row = this.stmt.fetch.get(c.id, tenant, id) as { vec: Buffer; properties: string } | undefined;
     if (!row) {
       const where = c.multiTenant ? ` for tenant "${tenant}"` : '';
@@ -484,15 +632,17 @@ export class VectorService {
     return { vector: { id, values: float32ArrayToNumbers(blobToFloats(row.vec)), properties: JSON.parse(row.properties) as Properties } };
   }
 
-  async sample(body: SampleBody): Promise<{ vectors: VectorJson[] }> {
+  async sample(body: SampleBody, note?: SeqNote): Promise<{ vectors: VectorJson[] }> {
     const c = this.collection(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
+    await this.consistent(c, note);
     const res = await this.worker.call('sample', { collectionId: c.id, tenant, count: body.num_samples, includeVector: body.include_vector });
     return { vectors: res.map(vectorJson) };
   }
 
   /** Resolves once every acknowledged write is in the graphs (tests and benchmarks). */
   async flush(checkpoint = false): Promise<void> {
+    await this.follower?.caughtUp();
     await this.worker.call('flush', { checkpoint });
   }
 
@@ -508,6 +658,7 @@ export class VectorService {
 
   /** Applies and checkpoints every queued index change, then stops both workers. */
   async close(): Promise<void> {
+    await this.follower?.stop();
     await Promise.all([this.worker.close('close', {}), this.ingest.close()]);
   }
 }

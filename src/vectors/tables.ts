@@ -18,6 +18,13 @@ export function prepareStatements(db: Database.Database) {
       `INSERT INTO vector_collections (name, dimension, metric, description, multi_tenant, hnsw_m, ef_construction, ef_search, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
     ),
+    /** A collection of the shared store (PostgreSQL) in a replica's cache, under the shared store's id. */
+    insertCollectionWithId: db.prepare(
+      `INSERT INTO vector_collections (id, name, dimension, metric, description, multi_tenant, hnsw_m, ef_construction, ef_search, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+    ),
+    /** After rows of the shared store are applied: the sequence number reached, and the count moved. */
+    setSeqAndCount: db.prepare('UPDATE vector_collections SET last_seq = ?, vector_count = vector_count + ? WHERE id = ?'),
     collections: db.prepare('SELECT * FROM vector_collections ORDER BY id'),
     tenants: db.prepare('SELECT DISTINCT tenant FROM vectors WHERE collection_id = ?').pluck(),
     countPartition: db.prepare('SELECT count(*) FROM vectors WHERE collection_id = ? AND tenant = ?').pluck(),

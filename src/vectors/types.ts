@@ -146,6 +146,31 @@ export interface ScrollResult {
   resumeAfter?: string;
 }
 
+/**
+ * Rows of the shared store (PostgreSQL, shared-log.ts) past a replica's sequence number, for its
+ * cache to apply (log-follower.ts): each key at most once, in sequence order.
+ */
+export interface LogBatch {
+  collectionId: number;
+  /** The sequence number the cache is at once the batch is applied. */
+  through: number;
+  tenants: string[];
+  ids: string[];
+  seqs: number[];
+  /** Whether each row is a deletion (it then has neither values nor properties). */
+  deleted: boolean[];
+  /** The values of the rows that are not deletions, in order: dimension floats each. */
+  values: Float32Array;
+  /** Each row's properties as JSON text ('' for a deletion). */
+  properties: string[];
+}
+
+/** A collection in a replica's cache, and the sequence number the cache has applied. */
+export interface CachedCollection {
+  record: CollectionRecord;
+  appliedSeq: number;
+}
+
 /** A parsed and checked collection export (snapshot-format.ts), ready to be written in one transaction. */
 export interface ImportBatch extends Omit<UpsertBatch, 'collectionId'> {
   collection: NewCollection;
@@ -195,6 +220,14 @@ export type WorkerOps = {
   /** Creates a collection with all its vectors in one transaction (an import). */
   importCollection: [ImportBatch, CollectionRecord];
   gauges: [Record<string, never>, CollectionGauges[]];
+  /** Replicas on PostgreSQL: the collections the cache holds, and how far each has applied. */
+  cachedCollections: [Record<string, never>, CachedCollection[]];
+  /** Replicas on PostgreSQL: holds a collection of the shared store in the cache, under its id. */
+  adoptCollection: [CollectionRecord, CachedCollection];
+  /** Replicas on PostgreSQL: applies rows of the shared store; answers the sequence number reached. */
+  applyLog: [LogBatch, { appliedSeq: number }];
+  /** Replicas on PostgreSQL: the ids of a tenant's vectors whose properties match (a delete by filter). */
+  idsWhere: [{ collectionId: number; tenant: string; filter: Filter }, { ids: string[] }];
   search: [SearchRequest, SearchResult];
   sample: [SampleRequest, SampledVector[]];
   stats: [{ collectionId: number }, IndexStats];

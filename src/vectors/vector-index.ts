@@ -23,12 +23,14 @@ import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
 import { openWorkerDatabase, prepareStatements, type VectorStatements } from './tables.js';
 import {
   VectorStoreError,
+  type CachedCollection,
   type CollectionGauges,
   type CollectionRecord,
   type CountRequest,
   type Filter,
   type ImportBatch,
   type IndexStats,
+  type LogBatch,
   type LogFn,
   type NewCollection,
   type Properties,
@@ -266,6 +268,98 @@ export class VectorIndex {
     let total = 0;
     for (const p of this.busy) total += p.backlogFloats;
     return total;
+  }
+
+  // ---- a replica's cache of the shared store (PostgreSQL: shared-log.ts, log-follower.ts) ----
+  // The cache's writes come only from the shared store: a collection under the shared store's id,
+  // then its rows past the sequence number applied, through the same SQL and graph work as an
+  // upsert or a delete, with the shared store's sequence numbers.
+
+  cachedCollections(): CachedCollection[] {
+    return [...this.collections.values()].map((c) => ({ record: { ...c.record }, appliedSeq: c.lastSeq }));
+  }
+
+  /** Holds the collection in the cache: kept when it is the same one, otherwise made afresh. */
+  adoptCollection(record: CollectionRecord): CachedCollection {
+    const have = this.collections.get(record.id);
+    if (have && sameCollection(have.record, record)) return { record: { ...have.record }, appliedSeq: have.lastSeq };
+    if (have) this.dropCollection(record.id);
+    // A cached collection of that name under another id was dropped and made again meanwhile.
+    for (const c of [...this.collections.values()]) if (c.record.name === record.name) this.dropCollection(c.record.id);
+    const row = this.sql.insertCollectionWithId.get(
+      record.id,
+      record.name,
+      record.dimension,
+      record.metric,
+      record.description,
+      record.multiTenant ? 1 : 0,
+      record.hnsw.m,
+      record.hnsw.efConstruction,
+      record.hnsw.ef,
+      record.createdAt,
+    ) as CollectionRow;
+    fs.rmSync(collectionDir(this.settings.indexDir, record.id), { recursive: true, force: true });
+    const state: CollectionState = { record: collectionFromRow(row), partitions: new Map(), lastSeq: 0 };
+    this.collections.set(record.id, state);
+    return { record: { ...state.record }, appliedSeq: 0 };
+  }
+
+  /** Applies rows of the shared store in one transaction, then queues their graph work. */
+  applyLog(b: LogBatch): { appliedSeq: number } {
+    const c = this.collection(b.collectionId);
+    const dim = c.record.dimension;
+    const n = b.ids.length;
+    const liveRows = b.deleted.reduce((k, d) => k + (d ? 0 : 1), 0);
+    if (b.values.length !== liveRows * dim) throw new VectorStoreError('invalid_argument', 'values do not match the batch', 'vector');
+    const puts: Array<{ p: Partition; id: string; label: number; row: number; seq: number; properties: Properties }> = [];
+    const removed: Array<{ p: Partition; id: string }> = [];
+    const bytes = Buffer.from(b.values.buffer, b.values.byteOffset, b.values.byteLength);
+    this.db.transaction(() => {
+      let row = 0;
+      let added = 0;
+      for (let i = 0; i < n; i++) {
+        const tenant = b.tenants[i]!;
+        const id = b.ids[i]!;
+        if (b.deleted[i]) {
+          const p = c.partitions.get(tenant);
+          if (p?.idToLabel.has(id) && this.sql.deleteVector.run(c.record.id, tenant, id).changes > 0) removed.push({ p, id });
+          continue;
+        }
+        const p = this.partitionFor(c, tenant);
+        const label = p.nextLabel++;
+        if (!p.idToLabel.has(id)) added++;
+        this.sql.upsert.run(c.record.id, tenant, id, label, b.seqs[i]!, bytes.subarray(row * dim * 4, (row + 1) * dim * 4), b.properties[i]!);
+        puts.push({ p, id, label, row, seq: b.seqs[i]!, properties: JSON.parse(b.properties[i]!) as Properties });
+        row++;
+      }
+      this.sql.setSeqAndCount.run(b.through, added - removed.length, c.record.id);
+      c.record.vectorCount += added - removed.length;
+    })();
+    c.lastSeq = b.through;
+    const jobs = new Map<Partition, ApplyJob>();
+    for (const put of puts) {
+      const job = applyJobFor(jobs, put.p, b.values);
+      const old = put.p.idToLabel.get(put.id);
+      if (old !== undefined) job.deletes.push(old);
+      put.p.commitPut(put.id, put.label, put.properties);
+      job.labels.push(put.label);
+      job.rows.push(put.row);
+      if (put.seq > job.seq) job.seq = put.seq;
+    }
+    for (const { p, id } of removed) {
+      const label = p.commitDelete(id);
+      if (label !== undefined) applyJobFor(jobs, p, NO_VALUES).deletes.push(label);
+    }
+    for (const [p, job] of jobs) this.enqueue(p, job, job.labels.length * dim);
+    return { appliedSeq: c.lastSeq };
+  }
+
+  /** The ids of a tenant's vectors whose properties match (the committed state). */
+  idsWhere(collectionId: number, tenant: string, filter: Filter): { ids: string[] } {
+    const c = this.collection(collectionId);
+    const p = c.partitions.get(tenant);
+    if (!p) return { ids: [] };
+    return { ids: p.labelsWhere(compileFilter(filter)).map((label) => p.labelToId.get(label)!) };
   }
 
   // ---- reads ----
@@ -531,6 +625,11 @@ function applyJobFor(jobs: Map<Partition, ApplyJob>, p: Partition, values: Float
     jobs.set(p, job);
   }
   return job;
+}
+
+/** Whether a cached collection is the shared store's collection of that id (not one made again). */
+function sameCollection(a: CollectionRecord, b: CollectionRecord): boolean {
+  return a.name === b.name && a.createdAt === b.createdAt && a.dimension === b.dimension && a.metric === b.metric && a.multiTenant === b.multiTenant;
 }
 
 function project(props: Properties, names: string[]): Properties {

@@ -19,7 +19,7 @@
 // An import has its own limit, MAX_VECTOR_IMPORT_BYTES, and is streamed rather than buffered.
 // At most VECTOR_MAX_CONCURRENT_EXPORTS exports stream at once (429 beyond); one not read for
 // VECTOR_EXPORT_IDLE_TIMEOUT_MS is ended.
-import type { FastifyError, FastifyPluginAsync } from 'fastify';
+import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify';
 import { ApiError } from '../../errors.js';
 import { validatorCompiler } from '../../validation.js';
 import { collectionDefinitionSchema, upsertBodySchema } from '../../vectors/requests.js';
@@ -77,8 +77,21 @@ const collectionSchema = {
         compacting: { type: 'boolean' },
       },
     },
+    replica: {
+      type: 'object',
+      description: "On PostgreSQL: this replica's copy of the collection, and whether it has caught up since it started",
+      required: ['state', 'applied_seq', 'last_seq'],
+      properties: { state: { type: 'string', enum: ['ready', 'catching_up'] }, applied_seq: { type: 'integer' }, last_seq: { type: 'integer' } },
+    },
   },
 } as const;
+
+/**
+ * On PostgreSQL, the sequence number of the collection's changes that a write committed at, or that
+ * a read reflects (the read waited for this replica's copy to reach the head it found).
+ */
+export const SEQ_HEADER = 'x-vector-seq';
+const noteSeq = (reply: FastifyReply) => (seq: number) => void reply.header(SEQ_HEADER, String(seq));
 
 // No `required`: the serializer writes required fields first, and SPEC.md's order is id, values,
 // properties (values is left out when include_vector is false).
@@ -119,7 +132,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
   app.get(
     '/api/v1/vectors/collections',
     { schema: { summary: 'List the vector collections, with their vector counts', response: responses({ 200: listOf('collections', collectionSchema) }) } },
-    async () => ({ collections: vectors.listCollections() }),
+    async () => ({ collections: await vectors.listCollections() }),
   );
 
   app.get<{ Params: { name: string } }>(
@@ -158,7 +171,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
         // Checked in the ingest worker, against the same schema.
         validatorCompiler: () => () => true,
       },
-      async (request) => vectors.upsert(request.body),
+      async (request, reply) => vectors.upsert(request.body, noteSeq(reply)),
     );
   });
 
@@ -202,7 +215,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
         }),
       },
     },
-    async (request) => vectors.search(request.body),
+    async (request, reply) => vectors.search(request.body, noteSeq(reply)),
   );
 
   app.post<{ Body: DeleteBody }>(
@@ -227,7 +240,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
         response: responses({ 200: { type: 'object', required: ['num_vectors_deleted'], properties: { num_vectors_deleted: { type: 'integer' } } } }),
       },
     },
-    async (request) => vectors.delete(request.body),
+    async (request, reply) => vectors.delete(request.body, noteSeq(reply)),
   );
 
   app.get<{ Params: { collection: string; id: string }; Querystring: { tenant_id?: string } }>(
@@ -244,7 +257,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
         response: responses({ 200: { type: 'object', required: ['vector'], properties: { vector: vectorSchema } } }),
       },
     },
-    async (request) => vectors.fetch(request.params.collection, request.params.id, request.query.tenant_id),
+    async (request, reply) => vectors.fetch(request.params.collection, request.params.id, request.query.tenant_id, noteSeq(reply)),
   );
 
   app.post<{ Body: SampleBody }>(
@@ -260,7 +273,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
         response: responses({ 200: listOf('vectors', vectorSchema) }),
       },
     },
-    async (request) => vectors.sample(request.body),
+    async (request, reply) => vectors.sample(request.body, noteSeq(reply)),
   );
 
   app.post<{ Body: CountBody }>(
@@ -273,7 +286,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
         response: responses({ 200: { type: 'object', required: ['count'], properties: { count: { type: 'integer' } } } }),
       },
     },
-    async (request) => vectors.count(request.body),
+    async (request, reply) => vectors.count(request.body, noteSeq(reply)),
   );
 
   app.post<{ Body: ScrollBody }>(
@@ -298,7 +311,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
         }),
       },
     },
-    async (request) => vectors.scroll(request.body),
+    async (request, reply) => vectors.scroll(request.body, noteSeq(reply)),
   );
 
   app.get<{ Params: { name: string } }>(
@@ -316,7 +329,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
       },
     },
     async (request, reply) => {
-      const exported = vectors.exportCollection(request.params.name);
+      const exported = await vectors.exportCollection(request.params.name);
       return reply
         .type(SNAPSHOT_CONTENT_TYPE)
         .header('content-disposition', `attachment; filename="${exported.filename}"`)

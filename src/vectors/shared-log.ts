@@ -1,0 +1,218 @@
+// The vector store of record when the replicas share PostgreSQL (migration 11): collections, and
+// the current state of every vector with a tombstone for each deleted one, numbered by a
+// per-collection sequence. Every write takes its collection's row lock to number its changes, so
+// changes commit in sequence order: a replica that has read every row up to n and then reads
+// "seq > n" can never miss a change that commits later with a smaller number. Each write ends with
+// a pg_notify on VECTORS_CHANNEL (delivered at commit) naming the collection, so that replicas
+// pull at once; they poll the heads as well, since a notification can be lost.
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { conflict, invalidArgument, notFound } from '../errors.js';
+import type { ControlPlaneTables } from '../store/schema.js';
+import { collectionFromRow, type CollectionRow } from './rows.js';
+import type { CollectionRecord, ImportBatch, NewCollection, UpsertBatch, VectorKey } from './types.js';
+
+export const VECTORS_CHANNEL = 'platform_vectors';
+
+/** Rows written by one statement: bounds the size of one bind message (PostgreSQL takes up to 1 GB). */
+const ROWS_PER_STATEMENT = 4096;
+
+/** One row past a replica's sequence number: a vector, or a tombstone (vec and properties null). */
+export interface LogRow {
+  tenant: string;
+  id: string;
+  seq: number;
+  vec: Buffer | null;
+  /** JSON text. */
+  properties: string | null;
+}
+
+export interface LogPage {
+  /** The collection's sequence number in the same snapshot as the rows. */
+  head: number;
+  rows: LogRow[];
+}
+
+type Db = Kysely<ControlPlaneTables>;
+
+export class SharedVectorLog {
+  constructor(private readonly db: Db) {}
+
+  /** The database's identity: a replica's cache made from another database is not reused. */
+  async identity(): Promise<string> {
+    const { rows } = await sql<{ token: string }>`SELECT token FROM vector_store_identity WHERE id = 1`.execute(this.db);
+    return rows[0]!.token;
+  }
+
+  async collections(): Promise<CollectionRecord[]> {
+    const { rows } = await sql<CollectionRow>`SELECT * FROM vector_collections ORDER BY name`.execute(this.db);
+    return rows.map(collectionFromRow);
+  }
+
+  async collection(name: string): Promise<CollectionRecord | undefined> {
+    const { rows } = await sql<CollectionRow>`SELECT * FROM vector_collections WHERE name = ${name}`.execute(this.db);
+    return rows[0] ? collectionFromRow(rows[0]) : undefined;
+  }
+
+  /** Every collection's sequence number (id -> last_seq). */
+  async heads(): Promise<Map<number, number>> {
+    const { rows } = await sql<{ id: number; last_seq: number }>`SELECT id, last_seq FROM vector_collections`.execute(this.db);
+    return new Map(rows.map((r) => [r.id, r.last_seq]));
+  }
+
+  /** The collection's sequence number now; undefined once it is deleted. */
+  async head(collectionId: number): Promise<number | undefined> {
+    const { rows } = await sql<{ last_seq: number }>`SELECT last_seq FROM vector_collections WHERE id = ${collectionId}`.execute(this.db);
+    return rows[0]?.last_seq;
+  }
+
+  async createCollection(spec: NewCollection, now: number): Promise<CollectionRecord> {
+    return collectionFromRow(await this.insertCollection(this.db, spec, now));
+  }
+
+  async dropCollection(collectionId: number): Promise<boolean> {
+    const res = await sql`DELETE FROM vector_collections WHERE id = ${collectionId}`.execute(this.db);
+    return Number(res.numAffectedRows ?? 0) > 0;
+  }
+
+  /** An upsert, all or nothing: answers the sequence number it committed at. */
+  async upsert(batch: UpsertBatch, dimension: number): Promise<{ seq: number }> {
+    checkText(batch);
+    return this.db.transaction().execute(async (trx) => {
+      const seq = await lockCollection(trx, batch.collectionId);
+      const { last, added } = await writeVectors(trx, batch.collectionId, seq, batch, dimension);
+      await finishWrite(trx, batch.collectionId, last, added);
+      return { seq: last };
+    });
+  }
+
+  /** Deletes the ids that exist, leaving a tombstone for each: answers how many, and the sequence number. */
+  async delete(collectionId: number, keys: VectorKey[]): Promise<{ deleted: number; seq: number }> {
+    const unique = new Map<string, VectorKey>();
+    for (const k of keys) unique.set(`${k.tenant}\u0000${k.id}`, k);
+    const list = [...unique.values()].filter((k) => !k.tenant.includes('\u0000') && !k.id.includes('\u0000'));
+    return this.db.transaction().execute(async (trx) => {
+      let seq = await lockCollection(trx, collectionId);
+      let deleted = 0;
+      for (let at = 0; at < list.length; at += ROWS_PER_STATEMENT) {
+        const part = list.slice(at, at + ROWS_PER_STATEMENT);
+        const { rows } = await sql<{ seq: number }>`
+          UPDATE vectors SET seq = ${seq} + t.ord, vec = NULL, properties = NULL
+          FROM unnest(${part.map((k) => k.tenant)}::text[], ${part.map((k) => k.id)}::text[]) WITH ORDINALITY AS t(tenant, id, ord)
+          WHERE vectors.collection_id = ${collectionId} AND vectors.tenant = t.tenant AND vectors.id = t.id AND vectors.vec IS NOT NULL
+          RETURNING vectors.seq`.execute(trx);
+        deleted += rows.length;
+        seq += part.length;
+      }
+      if (deleted === 0) return { deleted: 0, seq: await currentSeq(trx, collectionId) };
+      await finishWrite(trx, collectionId, seq, -deleted);
+      return { deleted, seq };
+    });
+  }
+
+  /** A collection and all its vectors in one transaction (an import). */
+  async importCollection(batch: ImportBatch, now: number): Promise<CollectionRecord> {
+    checkText(batch);
+    return this.db.transaction().execute(async (trx) => {
+      const row = await this.insertCollection(trx, batch.collection, now);
+      const { last, added } = await writeVectors(trx, row.id, 0, batch, row.dimension);
+      await finishWrite(trx, row.id, last, added);
+      return { ...collectionFromRow(row), vectorCount: added };
+    });
+  }
+
+  /**
+   * Up to `limit` rows of the collection past `after`, in sequence order, with its head in the same
+   * snapshot (one statement). Undefined when the collection no longer exists.
+   */
+  async pull(collectionId: number, after: number, limit: number): Promise<LogPage | undefined> {
+    const { rows } = await sql<{ head: number; tenant: string | null; id: string | null; seq: number | null; vec: Buffer | null; properties: string | null }>`
+      SELECT c.last_seq AS head, v.tenant, v.id, v.seq, v.vec, v.properties::text AS properties
+      FROM vector_collections c
+      LEFT JOIN LATERAL (
+        SELECT tenant, id, seq, vec, properties FROM vectors
+        WHERE collection_id = c.id AND seq > ${after} ORDER BY seq LIMIT ${limit}
+      ) v ON true
+      WHERE c.id = ${collectionId}`.execute(this.db);
+    if (rows.length === 0) return undefined;
+    const head = rows[0]!.head;
+    if (rows[0]!.seq === null) return { head, rows: [] };
+    return { head, rows: rows.map((r) => ({ tenant: r.tenant!, id: r.id!, seq: r.seq!, vec: r.vec, properties: r.properties })) };
+  }
+
+  private async insertCollection(db: Db | Transaction<ControlPlaneTables>, spec: NewCollection, now: number): Promise<CollectionRow> {
+    try {
+      const { rows } = await sql<CollectionRow>`
+        INSERT INTO vector_collections (name, dimension, metric, description, multi_tenant, hnsw_m, ef_construction, ef_search, created_at)
+        VALUES (${spec.name}, ${spec.dimension}, ${spec.metric}, ${spec.description}, ${spec.multiTenant ? 1 : 0},
+                ${spec.hnsw.m}, ${spec.hnsw.efConstruction}, ${spec.hnsw.ef}, ${now})
+        RETURNING *`.execute(db);
+      return rows[0]!;
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw conflict(`a vector collection named "${spec.name}" already exists`, 'name');
+      throw err;
+    }
+  }
+}
+
+/** Takes the collection's row lock (held to the commit) and answers its sequence number. */
+async function lockCollection(trx: Transaction<ControlPlaneTables>, collectionId: number): Promise<number> {
+  const { rows } = await sql<{ last_seq: number }>`SELECT last_seq FROM vector_collections WHERE id = ${collectionId} FOR UPDATE`.execute(trx);
+  if (!rows[0]) throw notFound('the vector collection was deleted while this request was on its way', 'collection_name');
+  return rows[0].last_seq;
+}
+
+async function currentSeq(trx: Transaction<ControlPlaneTables>, collectionId: number): Promise<number> {
+  const { rows } = await sql<{ last_seq: number }>`SELECT last_seq FROM vector_collections WHERE id = ${collectionId}`.execute(trx);
+  return rows[0]!.last_seq;
+}
+
+/**
+ * Writes a batch's vectors numbered from `seq` + 1 (a key given twice keeps its last values, as
+ * in the one-box store): answers the last number and how many keys were not live before.
+ */
+async function writeVectors(trx: Transaction<ControlPlaneTables>, collectionId: number, seq: number, batch: Omit<UpsertBatch, 'collectionId'>, dimension: number) {
+  const last = new Map<string, number>();
+  for (let i = 0; i < batch.ids.length; i++) last.set(`${batch.tenants[i]}\u0000${batch.ids[i]}`, i);
+  const order = [...last.values()].sort((a, b) => a - b);
+  const rowBytes = dimension * 4;
+  const all = Buffer.from(batch.values.buffer, batch.values.byteOffset, batch.values.byteLength);
+  let added = 0;
+  for (let at = 0; at < order.length; at += ROWS_PER_STATEMENT) {
+    const part = order.slice(at, at + ROWS_PER_STATEMENT);
+    const tenants = part.map((i) => batch.tenants[i]!);
+    const ids = part.map((i) => batch.ids[i]!);
+    const props = part.map((i) => JSON.stringify(batch.properties[i] ?? {}));
+    // The rows' values as one binary parameter, each row cut out of it by its position.
+    const vecs = Buffer.concat(part.map((i) => all.subarray(i * rowBytes, (i + 1) * rowBytes)));
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM vectors v
+      JOIN unnest(${tenants}::text[], ${ids}::text[]) AS t(tenant, id) ON v.tenant = t.tenant AND v.id = t.id
+      WHERE v.collection_id = ${collectionId} AND v.vec IS NOT NULL`.execute(trx);
+    added += part.length - rows[0]!.n;
+    await sql`
+      INSERT INTO vectors (collection_id, tenant, id, seq, vec, properties)
+      SELECT ${collectionId}, t.tenant, t.id, ${seq} + t.ord,
+             substring(${vecs}::bytea FROM ((t.ord - 1) * ${rowBytes} + 1)::int FOR ${rowBytes}), t.props::jsonb
+      FROM unnest(${tenants}::text[], ${ids}::text[], ${props}::text[]) WITH ORDINALITY AS t(tenant, id, props, ord)
+      ON CONFLICT (collection_id, tenant, id) DO UPDATE SET seq = excluded.seq, vec = excluded.vec, properties = excluded.properties`.execute(trx);
+    seq += part.length;
+  }
+  return { last: seq, added };
+}
+
+/** The collection's new sequence number and count, and the notification sent at commit. */
+async function finishWrite(trx: Transaction<ControlPlaneTables>, collectionId: number, seq: number, countChange: number): Promise<void> {
+  await sql`UPDATE vector_collections SET last_seq = ${seq}, vector_count = vector_count + ${countChange} WHERE id = ${collectionId}`.execute(trx);
+  await sql`SELECT pg_notify(${VECTORS_CHANNEL}, ${String(collectionId)})`.execute(trx);
+}
+
+/** PostgreSQL's text and jsonb cannot hold the character U+0000, which the one-box store accepts. */
+function checkText(batch: Omit<UpsertBatch, 'collectionId'>): void {
+  for (let i = 0; i < batch.ids.length; i++) {
+    if (batch.ids[i]!.includes('\u0000')) throw invalidArgument('a vector id cannot contain the character U+0000 on a PostgreSQL deployment', `vector[${i}].id`);
+    if (batch.tenants[i]!.includes('\u0000')) throw invalidArgument('a tenant id cannot contain the character U+0000 on a PostgreSQL deployment', `vector[${i}].tenant_id`);
+    if (JSON.stringify(batch.properties[i] ?? {}).includes('\\u0000')) {
+      throw invalidArgument('properties cannot contain the character U+0000 on a PostgreSQL deployment', `vector[${i}].properties`);
+    }
+  }
+}
