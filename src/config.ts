@@ -84,6 +84,8 @@ export interface VectorConfig {
   pollMs: number;
   /** On PostgreSQL: longest a read waits for the replica's copy to reach the collection's head (then 503). */
   readTimeoutMs: number;
+  /** On PostgreSQL: how long a delete's tombstone is kept; a replica away longer copies the collection again. */
+  tombstoneRetentionMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -205,6 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       indexNice: integer(env, 'VECTOR_INDEX_NICE', 5, 0, 19),
       pollMs: integer(env, 'VECTOR_POLL_MS', 1000, 10, 600_000),
       readTimeoutMs: integer(env, 'VECTOR_READ_TIMEOUT_MS', 10_000, 1, 600_000),
+      tombstoneRetentionMs: integer(env, 'VECTOR_TOMBSTONE_RETENTION_SECONDS', 86_400, 0, 10 * 365 * 86_400) * 1000,
     },
     batching: {
       maxBatchRows: integer(env, 'PREDICT_MAX_BATCH_ROWS', 1024, 1, 1_000_000),

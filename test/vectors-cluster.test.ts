@@ -3,30 +3,35 @@
 // moments under writes through every replica lose and duplicate nothing; a replica started late
 // with an empty DATA_DIR catches up by itself (and says so in /readyz until it has); and the
 // recall of every replica equals the one-box store's on the same data.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, type Api } from './helpers/api.js';
+import { runCli } from './helpers/cli.js';
 import { startCluster, type Cluster } from './helpers/cluster.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
+import { tempDir } from './helpers/paths.js';
 import { startPostgres, type TestPostgres } from './helpers/postgres.js';
 import { rng } from './helpers/random.js';
 
 const IDS = ['a', 'b', 'c'] as const;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-let pg: TestPostgres;
+let server: TestPostgres;
 let cluster: Cluster;
 let token: string;
+let opsKey: string;
+let databaseUrl: string;
 
 const on = (id: string): Api => apiClient(cluster.url(id), token);
 
 beforeAll(async () => {
-  pg = await startPostgres();
-  ({ cluster, token } = await startCluster(pg, 'vectors_cluster', IDS, { VECTOR_POLL_MS: '200', LOG_LEVEL: 'warn' }));
+  server = await startPostgres();
+  ({ cluster, token, key: opsKey, databaseUrl } = await startCluster(server, 'vectors_cluster', IDS, { VECTOR_POLL_MS: '200', LOG_LEVEL: 'warn' }));
 }, 60_000);
 
 afterAll(async () => {
   await cluster?.stopAll('SIGKILL');
-  await pg?.stop();
+  await server?.stop();
 });
 
 /** n vectors of `dim` float32-exact values (so that what comes back can be compared exactly). */
@@ -147,6 +152,43 @@ describe('one store across three replicas', () => {
     for (const id of IDS) expect((await on(id)('GET', '/api/v1/vectors/collections/tenanted/x?tenant_id=t2')).status).toBe(404);
   });
 
+  it('a replica away longer than the tombstones are kept copies the collection again', async () => {
+    const items = vectors(3, 10, 4, 'p');
+    await createCollection(on('a'), 'purge', 4);
+    await ok(on('a'), 'POST', '/api/v1/vectors/upsert', { collection_name: 'purge', vector: items });
+    expect((await ok<{ count: number }>(on('b'), 'POST', '/api/v1/vectors/count', { collection_name: 'purge' })).count).toBe(10);
+    // B goes away with all ten in its cache; five are deleted meanwhile.
+    const b = cluster.replicas.get('b')!;
+    b.host.proc.kill('SIGKILL');
+    await b.host.exited;
+    const gone = items.slice(0, 5).map((v) => ({ vector_id: v.id }));
+    expect((await ok<{ num_vectors_deleted: number }>(on('a'), 'POST', '/api/v1/vectors/delete', { collection_name: 'purge', vector_identifiers: gone })).num_vectors_deleted).toBe(5);
+    // A replica that keeps tombstones for no time removes them (every replica may purge).
+    await cluster.start('e', { VECTOR_POLL_MS: '100', VECTOR_TOMBSTONE_RETENTION_SECONDS: '0', LOG_LEVEL: 'warn' });
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      for (let i = 0; ; i++) {
+        const { rows } = await db.query("SELECT count(*)::int AS n, max(c.purged_seq)::int AS purged FROM vectors v JOIN vector_collections c ON c.id = v.collection_id WHERE c.name = 'purge' AND v.vec IS NULL");
+        if (rows[0].n === 0) break;
+        if (i > 500) throw new Error('the tombstones were never removed');
+        await sleep(20);
+      }
+    } finally {
+      await db.end();
+    }
+    const e = cluster.replicas.get('e')!;
+    e.host.proc.kill('SIGKILL');
+    await e.host.exited;
+    cluster.replicas.delete('e');
+    // B comes back: it cannot learn of the five deletes from the log, so it copies the collection again.
+    await cluster.start('b', { VECTOR_POLL_MS: '200', LOG_LEVEL: 'warn' });
+    await readyz('b');
+    expect((await ok<{ count: number }>(on('b'), 'POST', '/api/v1/vectors/count', { collection_name: 'purge' })).count).toBe(5);
+    const all = await everything(on('b'), 'purge');
+    expect([...all.byId.keys()].sort()).toEqual(items.slice(5).map((v) => v.id).sort());
+  });
+
   it('loses and duplicates nothing while replicas are SIGKILLed at random under writes through all three', async () => {
     const DIM = 8;
     await createCollection(on('a'), 'crash', DIM);
@@ -247,18 +289,26 @@ describe('one store across three replicas', () => {
       );
     const expected = await topK('a');
     await cluster.start('d', { VECTOR_POLL_MS: '200', LOG_LEVEL: 'warn' });
-    // Ready once it holds every collection (it says which it is catching up with until then).
+    // Ready once it holds every collection (it says which it is catching up with until then):
+    // the tens of thousands of vectors of the crash test take it seconds to index.
+    let sawCatchingUp = false;
     for (let i = 0; ; i++) {
       const res = await fetch(`${cluster.url('d')}/readyz`);
       if (res.ok) break;
       expect(res.status).toBe(503);
-      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/catching up with the vector collection/);
-      if (i > 500) throw new Error('d never became ready');
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/catching up with the vector collection "(docs|crash|recall)"/);
+      sawCatchingUp = true;
+      if (i > 3000) throw new Error('d never became ready');
       await sleep(20);
     }
+    expect(sawCatchingUp).toBe(true);
     const info = await ok<{ replica: { state: string; applied_seq: number; last_seq: number } }>(on('d'), 'GET', '/api/v1/vectors/collections/docs');
     expect(info.replica.state).toBe('ready');
     expect(info.replica.applied_seq).toBe(info.replica.last_seq);
+    // The CLI shows the copy of the replica that answered.
+    const cli = await runCli(['vectors', 'collections', 'get', 'docs'], { PLATFORM_URL: cluster.url('d'), PLATFORM_API_KEY: opsKey, PLATFORM_CACHE_DIR: tempDir() });
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.stdout).toContain(`this replica:  ready, at change ${info.replica.applied_seq} of ${info.replica.last_seq}`);
     for (const id of ['b', 'c', 'd']) expect(await topK(id), id).toEqual(expected);
   });
 });

@@ -256,5 +256,6 @@ async function openVectors(store: Store, config: Config, log: FastifyBaseLogger,
     log: shared,
     pollMs: config.vectors.pollMs,
     readTimeoutMs: config.vectors.readTimeoutMs,
+    tombstoneRetentionMs: config.vectors.tombstoneRetentionMs,
   });
 }

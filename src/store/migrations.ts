@@ -125,6 +125,7 @@ const CLUSTER_VECTORS_POSTGRES = `
         ef_search       INTEGER NOT NULL,
         vector_count    BIGINT NOT NULL DEFAULT 0,   -- live vectors (tombstones not counted)
         last_seq        BIGINT NOT NULL DEFAULT 0,   -- sequence number of the newest change
+        purged_seq      BIGINT NOT NULL DEFAULT 0,   -- newest tombstone removed: a copy behind it starts again
         created_at      BIGINT NOT NULL
       );
       -- The current state of every vector, and a tombstone (vec NULL) for each deleted one: the log
@@ -137,9 +138,12 @@ const CLUSTER_VECTORS_POSTGRES = `
         seq           BIGINT NOT NULL,
         vec           BYTEA,                     -- float32 little-endian; NULL: deleted
         properties    JSONB,                     -- NULL: deleted
+        deleted_at    BIGINT,                    -- unix ms of the delete; NULL: live
         PRIMARY KEY (collection_id, tenant, id)
       );
       CREATE INDEX vectors_by_seq ON vectors (collection_id, seq);
+      -- Tombstones are removed after VECTOR_TOMBSTONE_RETENTION_SECONDS (shared-log.ts purge).
+      CREATE INDEX vector_tombstones ON vectors (deleted_at) WHERE vec IS NULL;
       -- Which database the replicas' caches copy: a cache made from another is thrown away.
       CREATE TABLE vector_store_identity (
         id    INTEGER PRIMARY KEY CHECK (id = 1),

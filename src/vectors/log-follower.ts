@@ -28,6 +28,8 @@ export interface FollowerOptions {
   pollMs: number;
   /** Longest a read waits for the cache to reach the collection's head. */
   readTimeoutMs: number;
+  /** Tombstones older than this are removed from the shared store (with each read of the heads). */
+  tombstoneRetentionMs: number;
   /** Told when the set of collections changed (the service's list, the ingest worker's copy). */
   onCollections: (collections: CollectionRecord[]) => void;
   logger: FastifyBaseLogger;
@@ -265,6 +267,8 @@ export class LogFollower {
 
   private async pollHeads(): Promise<void> {
     try {
+      const purged = await this.o.log.purgeTombstones(Date.now() - this.o.tombstoneRetentionMs);
+      if (purged > 0) this.o.logger.info({ tombstones: purged }, 'removed vector tombstones past VECTOR_TOMBSTONE_RETENTION_SECONDS');
       const heads = await this.o.log.heads();
       let changed = heads.size !== this.followed.size;
       for (const [id, head] of heads) {
@@ -314,6 +318,19 @@ export class LogFollower {
     for (;;) {
       const page = await this.o.log.pull(f.record.id, f.copy.applied, PAGE_ROWS);
       if (!page) return; // deleted: the next configuration read drops it
+      if (f.copy.applied > 0 && f.copy.applied < page.purged) {
+        // Deletes this copy has not applied are gone from the database with their tombstones: the
+        // copy cannot tell which of its vectors were deleted, so it starts again from nothing.
+        this.o.logger.warn(
+          { collection: f.record.name, applied: f.copy.applied, purged: page.purged },
+          "this replica's copy of the vector collection is older than the tombstones kept (VECTOR_TOMBSTONE_RETENTION_SECONDS); copying it again",
+        );
+        await this.o.worker.call('dropCollection', { collectionId: f.record.id });
+        const copy = await this.o.worker.call('adoptCollection', f.record);
+        f.copy = { applied: copy.appliedSeq, head: page.head, catchingUp: true };
+        f.target = page.head;
+        continue;
+      }
       if (f.target === Infinity) f.target = page.head;
       if (page.head > f.copy.head) f.copy.head = page.head;
       const full = page.rows.length === PAGE_ROWS;

@@ -109,6 +109,8 @@ export interface SharedVectorOptions {
   pollMs: number;
   /** Longest a read waits for this replica's copy to reach the collection's head. */
   readTimeoutMs: number;
+  /** How long the shared store keeps a delete's tombstone for replicas that were away. */
+  tombstoneRetentionMs: number;
 }
 
 export interface VectorJson {
@@ -210,6 +212,7 @@ export class VectorService {
         worker: this.worker,
         pollMs: shared.pollMs,
         readTimeoutMs: shared.readTimeoutMs,
+        tombstoneRetentionMs: shared.tombstoneRetentionMs,
         logger: log,
         onCollections: (list) => {
           this.byName.clear();

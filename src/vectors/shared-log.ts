@@ -29,6 +29,8 @@ export interface LogRow {
 export interface LogPage {
   /** The collection's sequence number in the same snapshot as the rows. */
   head: number;
+  /** Tombstones up to this sequence number are gone: a copy behind it must start again. */
+  purged: number;
   rows: LogRow[];
 }
 
@@ -96,7 +98,7 @@ export class SharedVectorLog {
       for (let at = 0; at < list.length; at += ROWS_PER_STATEMENT) {
         const part = list.slice(at, at + ROWS_PER_STATEMENT);
         const { rows } = await sql<{ seq: number }>`
-          UPDATE vectors SET seq = ${seq} + t.ord, vec = NULL, properties = NULL
+          UPDATE vectors SET seq = ${seq} + t.ord, vec = NULL, properties = NULL, deleted_at = ${Date.now()}
           FROM unnest(${part.map((k) => k.tenant)}::text[], ${part.map((k) => k.id)}::text[]) WITH ORDINALITY AS t(tenant, id, ord)
           WHERE vectors.collection_id = ${collectionId} AND vectors.tenant = t.tenant AND vectors.id = t.id AND vectors.vec IS NOT NULL
           RETURNING vectors.seq`.execute(trx);
@@ -125,8 +127,16 @@ export class SharedVectorLog {
    * snapshot (one statement). Undefined when the collection no longer exists.
    */
   async pull(collectionId: number, after: number, limit: number): Promise<LogPage | undefined> {
-    const { rows } = await sql<{ head: number; tenant: string | null; id: string | null; seq: number | null; vec: Buffer | null; properties: string | null }>`
-      SELECT c.last_seq AS head, v.tenant, v.id, v.seq, v.vec, v.properties::text AS properties
+    const { rows } = await sql<{
+      head: number;
+      purged: number;
+      tenant: string | null;
+      id: string | null;
+      seq: number | null;
+      vec: Buffer | null;
+      properties: string | null;
+    }>`
+      SELECT c.last_seq AS head, c.purged_seq AS purged, v.tenant, v.id, v.seq, v.vec, v.properties::text AS properties
       FROM vector_collections c
       LEFT JOIN LATERAL (
         SELECT tenant, id, seq, vec, properties FROM vectors
@@ -134,9 +144,34 @@ export class SharedVectorLog {
       ) v ON true
       WHERE c.id = ${collectionId}`.execute(this.db);
     if (rows.length === 0) return undefined;
-    const head = rows[0]!.head;
-    if (rows[0]!.seq === null) return { head, rows: [] };
-    return { head, rows: rows.map((r) => ({ tenant: r.tenant!, id: r.id!, seq: r.seq!, vec: r.vec, properties: r.properties })) };
+    const { head, purged } = rows[0]!;
+    if (rows[0]!.seq === null) return { head, purged, rows: [] };
+    return { head, purged, rows: rows.map((r) => ({ tenant: r.tenant!, id: r.id!, seq: r.seq!, vec: r.vec, properties: r.properties })) };
+  }
+
+  /**
+   * Removes the tombstones older than `cutoff` (unix ms), recording per collection the newest one
+   * removed: a replica's copy behind it cannot learn of those deletes and copies the collection
+   * again. Safe to run from every replica at once.
+   */
+  async purgeTombstones(cutoff: number): Promise<number> {
+    const { rows: due } = await sql<{ collection_id: number }>`
+      SELECT DISTINCT collection_id FROM vectors WHERE vec IS NULL AND deleted_at < ${cutoff}`.execute(this.db);
+    let purged = 0;
+    for (const { collection_id: id } of due) {
+      // The collection's row lock first, as every write takes it, so that the two cannot deadlock.
+      purged += await this.db.transaction().execute(async (trx) => {
+        const { rows } = await sql<{ last_seq: number }>`SELECT last_seq FROM vector_collections WHERE id = ${id} FOR UPDATE`.execute(trx);
+        if (!rows[0]) return 0;
+        const { rows: gone } = await sql<{ n: number; newest: number | null }>`
+          WITH gone AS (DELETE FROM vectors WHERE collection_id = ${id} AND vec IS NULL AND deleted_at < ${cutoff} RETURNING seq)
+          SELECT count(*)::int AS n, max(seq) AS newest FROM gone`.execute(trx);
+        const { n, newest } = gone[0]!;
+        if (newest !== null) await sql`UPDATE vector_collections SET purged_seq = GREATEST(purged_seq, ${newest}) WHERE id = ${id}`.execute(trx);
+        return n;
+      });
+    }
+    return purged;
   }
 
   private async insertCollection(db: Db | Transaction<ControlPlaneTables>, spec: NewCollection, now: number): Promise<CollectionRow> {
@@ -194,7 +229,7 @@ async function writeVectors(trx: Transaction<ControlPlaneTables>, collectionId: 
       SELECT ${collectionId}, t.tenant, t.id, ${seq} + t.ord,
              substring(${vecs}::bytea FROM ((t.ord - 1) * ${rowBytes} + 1)::int FOR ${rowBytes}), t.props::jsonb
       FROM unnest(${tenants}::text[], ${ids}::text[], ${props}::text[]) WITH ORDINALITY AS t(tenant, id, props, ord)
-      ON CONFLICT (collection_id, tenant, id) DO UPDATE SET seq = excluded.seq, vec = excluded.vec, properties = excluded.properties`.execute(trx);
+      ON CONFLICT (collection_id, tenant, id) DO UPDATE SET seq = excluded.seq, vec = excluded.vec, properties = excluded.properties, deleted_at = NULL`.execute(trx);
     seq += part.length;
   }
   return { last: seq, added };

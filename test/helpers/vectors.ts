@@ -1,7 +1,7 @@
 // The set-up of the vector store's integration tests: the real app in the test's own process
 // (hostForTests, with LOG_LEVEL=warn), a scroll followed to its end, an import streamed without a
 // length, and seeded random vectors.
-import { hostForTests, type HostForTests } from './in-process-host.js';
+import { hostForTests, type HostEnv, type HostForTests } from './in-process-host.js';
 import { rng } from './random.js';
 
 export interface ScrollPage<V = { id: string; values?: number[]; properties: Record<string, unknown> }> {
@@ -16,9 +16,13 @@ export interface VectorTestHost extends HostForTests {
   importChunked(name: string, head: string, padding: number): Promise<Response>;
 }
 
-/** Call at the top of a test file: `env` adds to (or overrides) LOG_LEVEL=warn. */
-export function vectorTestHost(env: Record<string, string> = {}): VectorTestHost {
-  const base = hostForTests({ LOG_LEVEL: 'warn', ...env });
+/**
+ * Call at the top of a test file (or of a describe block): `env` adds to (or overrides)
+ * LOG_LEVEL=warn. A function for `env` is called when the host starts: for a host on either
+ * engine, `() => engines.hostEnv(engine, {...})` (store-engines.ts).
+ */
+export function vectorTestHost(env: HostEnv = {}): VectorTestHost {
+  const base = hostForTests(async () => ({ LOG_LEVEL: 'warn', ...(typeof env === 'function' ? await env() : env) }));
   return Object.assign(base, {
     async scrollPages<V>(body: Record<string, unknown>, maxPages = Infinity) {
       const pages: Array<ScrollPage<V>> = [];

@@ -62,6 +62,12 @@ function describe(c: CollectionJson): string {
         (c.multi_tenant ? `, ${i.tenants} tenants` : ''),
     );
   }
+  // On PostgreSQL: the copy of the replica that answered (each replica holds every collection).
+  if (c.replica) {
+    const r = c.replica;
+    const state = r.state === 'ready' ? 'ready' : 'catching up (not ready for this collection yet)';
+    lines.push(`this replica:  ${state}, at change ${r.applied_seq} of ${r.last_seq}`);
+  }
   return lines.join('\n') + '\n';
 }
 
