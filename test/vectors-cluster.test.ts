@@ -137,8 +137,9 @@ describe('one store across three replicas', () => {
       expect((await ok<{ count: number }>(on(id), 'POST', '/api/v1/vectors/count', { collection_name: 'docs' })).count).toBe(data.length - 10);
       expect((await on(id)('GET', '/api/v1/vectors/collections/docs/doc-3')).status).toBe(404);
     }
+    // Made through A and written through C at once: C looks up a collection it has not heard of.
     await ok(on('a'), 'POST', '/api/v1/vectors/collections', { name: 'tenanted', dimension: 4, multi_tenant: true });
-    await ok(on('a'), 'POST', '/api/v1/vectors/upsert', {
+    await ok(on('c'), 'POST', '/api/v1/vectors/upsert', {
       collection_name: 'tenanted',
       vector: [
         { id: 'x', values: [1, 0, 0, 0], tenant_id: 't1' },

@@ -26,7 +26,7 @@ import { VectorMetrics } from './metrics.js';
 import { checkDimension, checkId, collectionDefinitionJson, itemTenant, packNumbers, tenantOf } from './requests.js';
 import { decodeCursor, encodeCursor } from './scroll-cursor.js';
 import { openCollectionExport } from './snapshot-export.js';
-import type { CollectionGauges, CollectionRecord, ImportBatch, IndexStats, IngestOps, Metric, Properties, SampledVector, VectorKey, WorkerOps } from './types.js';
+import type { CollectionGauges, CollectionRecord, ImportBatch, IndexStats, IngestOps, Metric, Properties, SampledVector, UpsertBatch, VectorKey, WorkerOps } from './types.js';
 import { WorkerClient } from './worker-client.js';
 
 // ---- request bodies (after schema validation: types are right, the rest is checked here) ----
@@ -280,6 +280,15 @@ export class VectorService {
     await this.ingest.call('setCollections', { collections: this.collectionInfos() }).catch(() => undefined);
   }
 
+  /**
+   * The collection named; on PostgreSQL, one this replica has not heard of yet (made through
+   * another replica a moment ago) is looked up in the database before the answer is a 404.
+   */
+  private async lookup(name: string, param = 'collection_name'): Promise<CollectionRecord> {
+    if (!this.byName.has(name) && this.follower) await this.follower.reconcile();
+    return this.collection(name, param);
+  }
+
   private collection(name: string, param = 'collection_name'): CollectionRecord {
     const c = this.byName.get(name);
     if (!c) throw notFound(`no vector collection named "${name}"`, param);
@@ -325,8 +334,12 @@ export class VectorService {
   }
 
   async getCollection(name: string): Promise<CollectionJson> {
-    const c = this.collection(name, 'name');
-    const stats = await this.worker.call('stats', { collectionId: c.id });
+    const c = await this.lookup(name, 'name');
+    const stats = await this.worker.call('stats', { collectionId: c.id }).catch((err: unknown) => {
+      // On PostgreSQL a replica may not hold the collection yet: its state says so.
+      if (this.shared && err instanceof ApiError && err.code === 'not_found') return undefined;
+      throw err;
+    });
     if (this.shared) {
       const record = await this.shared.collection(name);
       if (!record || record.id !== c.id) throw notFound(`no vector collection named "${name}"`, 'name');
@@ -341,8 +354,8 @@ export class VectorService {
     if (this.shared && this.follower) {
       const shared = this.shared;
       const follower = this.follower;
+      const c = await this.lookup(name, 'name');
       await follower.exclusive(async () => {
-        const c = this.collection(name, 'name');
         if (!(await shared.dropCollection(c.id))) throw notFound(`no vector collection named "${name}"`, 'name');
         this.byName.delete(name);
         follower.forget(c.id);
@@ -374,7 +387,17 @@ export class VectorService {
     const copy = new Uint8Array(bytes.byteLength);
     copy.set(bytes);
     const started = performance.now();
-    const batch = await this.ingest.call('parseUpsert', { bytes: copy }, [copy.buffer]);
+    let batch: UpsertBatch;
+    try {
+      batch = await this.ingest.call('parseUpsert', { bytes: copy }, [copy.buffer]);
+    } catch (err) {
+      // On PostgreSQL the collection may have been made through another replica a moment ago.
+      if (!(this.follower && err instanceof ApiError && err.code === 'not_found' && err.param === 'collection_name')) throw err;
+      await this.follower.reconcile();
+      const again = new Uint8Array(bytes.byteLength);
+      again.set(bytes);
+      batch = await this.ingest.call('parseUpsert', { bytes: again }, [again.buffer]);
+    }
     if (this.shared) {
       const c = this.byId(batch.collectionId);
       const { seq } = await this.shared.upsert(batch, c.dimension);
@@ -401,7 +424,7 @@ export class VectorService {
 
   async search(body: SearchBody, note?: SeqNote): Promise<{ search_results: SearchResultJson[] }> {
     const started = performance.now();
-    const c = this.collection(body.collection_name);
+    const c = await this.lookup(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     checkDimension(c, body.reference_vector.element, 'reference_vector.element');
     await this.consistent(c, note);
@@ -432,7 +455,7 @@ export class VectorService {
     if (body.filter === undefined && body.vector_identifiers === undefined) {
       throw invalidArgument('body is missing the required field "vector_identifiers" (or a "filter" instead)', 'vector_identifiers');
     }
-    const c = this.collection(body.collection_name);
+    const c = await this.lookup(body.collection_name);
     if (body.filter !== undefined) {
       const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
       const filter = parseFilter(body.filter);
@@ -465,7 +488,7 @@ export class VectorService {
   // ---- beyond SPEC.md: count, scroll, export, import ----
 
   async count(body: CountBody, note?: SeqNote): Promise<{ count: number }> {
-    const c = this.collection(body.collection_name);
+    const c = await this.lookup(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     const filter = body.filter === undefined ? undefined : parseFilter(body.filter);
     await this.consistent(c, note);
@@ -479,7 +502,7 @@ export class VectorService {
    * (SCROLL_SCAN_MAX), so a sparse filter pages through the partition in steps.
    */
   async scroll(body: ScrollBody, note?: SeqNote): Promise<{ vectors: VectorJson[]; next_cursor: string | null }> {
-    const c = this.collection(body.collection_name);
+    const c = await this.lookup(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     const filter = body.filter === undefined ? undefined : parseFilter(body.filter);
     const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor);
@@ -513,7 +536,7 @@ export class VectorService {
    * checkpointed past its snapshot): beyond, a 429 with Retry-After.
    */
   async exportCollection(name: string): Promise<{ filename: string; vectorCount: number; stream: Readable }> {
-    await this.consistent(this.collection(name, 'name'));
+    await this.consistent(await this.lookup(name, 'name'));
     const max = this.config.maxConcurrentExports;
     if (this.exportsOpen >= max) {
       throw new ApiError('overloaded', `${max} exports are already streaming (VECTOR_MAX_CONCURRENT_EXPORTS); retry when one has finished`, null, {
@@ -623,7 +646,7 @@ export class VectorService {
   }
 
   async fetch(collectionName: string, id: string, tenantId: string | undefined, note?: SeqNote): Promise<{ vector: VectorJson }> {
-    const c = this.collection(collectionName, 'collection');
+    const c = await this.lookup(collectionName, 'collection');
     const tenant = tenantOf(c, tenantId, 'tenant_id');
     checkId(id, 'id');
     await this.consistent(c, note);
@@ -636,7 +659,7 @@ export class VectorService {
   }
 
   async sample(body: SampleBody, note?: SeqNote): Promise<{ vectors: VectorJson[] }> {
-    const c = this.collection(body.collection_name);
+    const c = await this.lookup(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     await this.consistent(c, note);
     const res = await this.worker.call('sample', { collectionId: c.id, tenant, count: body.num_samples, includeVector: body.include_vector });
@@ -651,7 +674,7 @@ export class VectorService {
 
   /** Which strategy the worker used for a search: only for tests of the planner. */
   async explainSearch(body: SearchBody): Promise<string> {
-    const c = this.collection(body.collection_name);
+    const c = await this.lookup(body.collection_name);
     const tenant = tenantOf(c, body.tenant_id, 'tenant_id');
     const query = Float32Array.from(body.reference_vector.element);
     const filter = body.filter === undefined ? undefined : parseFilter(body.filter);

@@ -305,7 +305,7 @@ export class VectorIndex {
   }
 
   /** Applies rows of the shared store in one transaction, then queues their graph work. */
-  applyLog(b: LogBatch): { appliedSeq: number } {
+  applyLog(b: LogBatch): { appliedSeq: number } | Promise<{ appliedSeq: number }> {
     const c = this.collection(b.collectionId);
     const dim = c.record.dimension;
     const n = b.ids.length;
@@ -351,7 +351,9 @@ export class VectorIndex {
       if (label !== undefined) applyJobFor(jobs, p, NO_VALUES).deletes.push(label);
     }
     for (const [p, job] of jobs) this.enqueue(p, job, job.labels.length * dim);
-    return { appliedSeq: c.lastSeq };
+    // The follower pulls the next page only once the graph work is back under the limit, so that a
+    // replica copying a large collection holds a bounded amount of it in memory.
+    return this.whenBacklogAllows({ appliedSeq: c.lastSeq });
   }
 
   /** The ids of a tenant's vectors whose properties match (the committed state). */
