@@ -311,6 +311,9 @@ describe('one store across three replicas', () => {
     expect(cli.code, cli.stderr).toBe(0);
     expect(cli.stdout).toContain(`this replica:  ready, at change ${info.replica.applied_seq} of ${info.replica.last_seq}`);
     for (const id of ['b', 'c', 'd']) expect(await topK(id), id).toEqual(expected);
+    // Prometheus sees how far each replica's copy is behind: nothing, once caught up.
+    const metrics = await fetch(`${cluster.url('d')}/metrics`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.text());
+    expect(metrics).toMatch(/^vector_store_replica_lag_changes\{collection="docs"\} 0$/m);
   });
 });
 

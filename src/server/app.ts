@@ -162,7 +162,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         channel: VECTORS_CHANNEL,
         log: server.log,
         onNotification: (payload) => vectors.notified(payload),
-        onListening: () => undefined,
+        onListening: () => vectors.listening(),
       })
     : undefined;
   realtime.deployer.changed = () => sync.poke();

@@ -92,6 +92,16 @@ export class LogFollower {
     await Promise.all([this.aligning, ...[...this.followed.values()].map((f) => f.pulling)]);
   }
 
+  /** Reads every head now (the listening connection is back: notifications may have been lost). */
+  pollNow(): void {
+    if (!this.stopped) void this.pollHeads();
+  }
+
+  /** Each followed collection's changes not yet in the cache, as last seen. */
+  lag(): Array<{ name: string; changes: number }> {
+    return [...this.followed.values()].map((f) => ({ name: f.record.name, changes: Math.max(0, f.copy.head - f.copy.applied) }));
+  }
+
   /** A notification from a write: the collection has new rows. */
   notified(payload: string): void {
     const id = Number(payload);

@@ -6,6 +6,8 @@
 //   vector_store_upsert_duration_seconds{collection}          histogram: upsert latency (its _count: upsert requests)
 //   vector_store_search_duration_seconds{collection}          histogram: search latency (its _count: searches)
 //   vector_store_index_lag_vectors{collection}                gauge: committed changes not yet in the graphs
+//   vector_store_replica_lag_changes{collection}              gauge (PostgreSQL): changes of the shared store this
+//                                                             replica's copy has not applied, as last seen
 //   vector_store_checkpoint_age_seconds{collection}           gauge: seconds since the graphs were last all
 //                                                             checkpointed (0 while they are)
 //   vector_store_exports_open                                 gauge: exports streaming now (each holds a
@@ -25,6 +27,8 @@ export interface VectorStoreReadings {
   gauges: () => Promise<CollectionGauges[] | undefined>;
   /** Exports streaming now. */
   exportsOpen: () => number;
+  /** On PostgreSQL: each collection's changes not yet in this replica's copy. */
+  replicaLag?: () => Array<{ name: string; changes: number }>;
 }
 
 export class VectorMetrics {
@@ -76,6 +80,19 @@ export class VectorMetrics {
         this.set(readings.exportsOpen());
       },
     });
+    const replicaLag = readings.replicaLag;
+    if (replicaLag) {
+      new Gauge({
+        name: 'vector_store_replica_lag_changes',
+        help: "Changes of the shared store (PostgreSQL) this replica's copy has not applied yet, as last seen, by collection",
+        labelNames,
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const c of replicaLag()) this.set({ collection: c.name }, c.changes);
+        },
+      });
+    }
     // The two gauges of the index worker share one answer per scrape.
     const workerGauges = async () => {
       this.pending ??= readings.gauges().finally(() => setImmediate(() => (this.pending = undefined)));

@@ -194,6 +194,7 @@ export class VectorService {
         collections: () => this.stmt.counts.all() as Array<{ id: number; name: string; vectorCount: number }>,
         gauges: () => this.workerGauges(),
         exportsOpen: () => this.exportsOpen,
+        ...(shared ? { replicaLag: () => this.follower?.lag() ?? [] } : {}),
       });
     }
     for (const row of this.stmt.all.all() as CollectionRow[]) {
@@ -235,6 +236,11 @@ export class VectorService {
   /** On PostgreSQL, after the first snapshot: follows the shared store's heads from now on. */
   startFollowing(): void {
     this.follower?.start();
+  }
+
+  /** On PostgreSQL: the listening connection is (again) up; notifications sent meanwhile are lost. */
+  listening(): void {
+    this.follower?.pollNow();
   }
 
   /** On PostgreSQL: a write's notification (its payload, the collection's id). */
