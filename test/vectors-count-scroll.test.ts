@@ -217,6 +217,26 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await expect400('/api/v1/vectors/delete', { collection_name: 'pages', tenant_id: 'a', filter: { eq: { color: 'red' } } }, 'tenant_id', /has no tenants/);
     });
 
+    // On PostgreSQL the filter is matched in the replica's copy, and only rows not written since that
+    // copy are deleted (shared-log.ts delete, asOf): the same outcome as the one box's transaction.
+    it('is atomic: a vector replaced meanwhile by one that does not match is kept', async () => {
+      // The delete and the replacement run at once: in either order the replacement survives.
+      await post('/api/v1/vectors/collections', { name: 'contended', dimension: 2 }, 201);
+      for (let round = 0; round < 40; round++) {
+        const id = `x${round}`;
+        const others = Array.from({ length: 50 }, (_, k) => ({ id: `o${round}-${k}`, values: [1, k], properties: { color: 'red' } }));
+        await post('/api/v1/vectors/upsert', { collection_name: 'contended', vector: [{ id, values: [1, 1], properties: { color: 'red' } }, ...others] });
+        const deleted = post('/api/v1/vectors/delete', { collection_name: 'contended', filter: { eq: { color: 'red' } } });
+        await new Promise((resolve) => setTimeout(resolve, round % 5));
+        const replaced = post('/api/v1/vectors/upsert', { collection_name: 'contended', vector: [{ id, values: [2, 2], properties: { color: 'blue' } }] });
+        await Promise.all([deleted, replaced]);
+        const res = await api('GET', `/api/v1/vectors/collections/contended/${id}`);
+        expect(res.status, `round ${round}`).toBe(200);
+        expect(res.body.vector).toEqual({ id, values: [2, 2], properties: { color: 'blue' } });
+      }
+      expect(await post('/api/v1/vectors/count', { collection_name: 'contended' })).toEqual({ count: 40 });
+    });
+
     it('wants ids or a filter, not both and not neither, and a well-formed filter', async () => {
       await expect400('/api/v1/vectors/delete', { collection_name: 'pages', filter: { eq: { i: 1 } }, vector_identifiers: [{ vector_id: 'x' }] }, 'filter', /not both/);
       await expect400('/api/v1/vectors/delete', { collection_name: 'pages' }, 'vector_identifiers', /missing the required field "vector_identifiers"/);

@@ -27,6 +27,9 @@ const types = {
 /** Connects to `url`, applies the migrations newer than the database, and returns the store. */
 export async function openPostgres(url: string, migrations: readonly Migration[] = defaultMigrations, maxConnections = 10): Promise<PostgresStore> {
   const pool = new pg.Pool({ connectionString: url, max: maxConnections, types });
+  // An idle connection lost (the server restarted, a failover, an administrator's kill) is dropped
+  // by the pool, which opens another on the next query; unhandled, the event would end the process.
+  pool.on('error', () => undefined);
   const db = new Kysely<ControlPlaneTables>({ dialect: new PostgresDialect({ pool }) });
   try {
     await migratePostgres(db, migrations);

@@ -78,15 +78,37 @@ export const upsertBodySchema = {
 
 export const isPlainObject = (v: unknown): v is Properties => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** A lone surrogate (half of a UTF-16 pair): JSON can carry it as an escape, UTF-8 cannot store it. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Refuses a string that is not well-formed Unicode, which no store could keep as it came. */
+export function checkText(text: string, param: string, what: string): void {
+  if (LONE_SURROGATE.test(text)) throw invalidArgument(`${param}: ${what} holds a lone surrogate (\\uD800 to \\uDFFF without its pair), which is not Unicode text`, param);
+}
+
+/** Every key and string of a properties object checked with checkText. */
+export function checkPropertiesText(value: unknown, param: string): void {
+  if (typeof value === 'string') checkText(value, param, 'a string');
+  else if (Array.isArray(value)) value.forEach((v) => checkPropertiesText(v, param));
+  else if (typeof value === 'object' && value !== null) {
+    for (const [k, v] of Object.entries(value)) {
+      checkText(k, param, 'a key');
+      checkPropertiesText(v, param);
+    }
+  }
+}
+
 export function checkId(id: string, param: string): void {
   if (id.length === 0) throw invalidArgument(`${param} is empty; an id is 1 to ${MAX_ID_LENGTH} characters`, param);
   if (id.length > MAX_ID_LENGTH) throw invalidArgument(`${param} has ${id.length} characters; an id is at most ${MAX_ID_LENGTH}`, param);
+  checkText(id, param, 'the id');
 }
 
 /** A tenant id as the request schemas take it (tenantSchema), for one read from a file (an import). */
 export function checkTenant(tenant: string, param: string): void {
   if (tenant.length === 0) throw invalidArgument(`${param} is empty; a tenant id is 1 to ${MAX_TENANT_LENGTH} characters`, param);
   if (tenant.length > MAX_TENANT_LENGTH) throw invalidArgument(`${param} has ${tenant.length} characters; a tenant id is at most ${MAX_TENANT_LENGTH}`, param);
+  checkText(tenant, param, 'the tenant id');
 }
 
 export function checkDimension(c: CollectionInfo, values: unknown[], param: string): void {
@@ -112,6 +134,7 @@ export function packNumbers(values: unknown[], out: Float32Array, offset: number
 export function tenantOf(c: CollectionInfo, given: string | undefined, param: string): string {
   if (c.multiTenant) {
     if (given === undefined) throw invalidArgument(`the collection "${c.name}" is multi-tenant: ${param} is required`, param);
+    checkText(given, param, 'the tenant id');
     return given;
   }
   if (given !== undefined) throw invalidArgument(`the collection "${c.name}" has no tenants: remove ${param}`, param);
@@ -158,6 +181,7 @@ export function checkUpsert(body: UpsertBody, c: CollectionInfo): UpsertBatch {
     packNumbers(v.values, values, i * dim, `${at}.values`);
     const props = v.properties === undefined ? {} : v.properties;
     if (!isPlainObject(props)) throw invalidArgument(`${at}.properties must be a JSON object`, `${at}.properties`);
+    checkPropertiesText(props, `${at}.properties`);
     ids[i] = v.id;
     tenants[i] = tenant;
     properties[i] = props;

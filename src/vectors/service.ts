@@ -468,8 +468,8 @@ export class VectorService {
       if (this.shared) {
         // The ids that match in this replica's copy, once it reflects every committed write.
         await this.consistent(c);
-        const { ids } = await this.worker.call('idsWhere', { collectionId: c.id, tenant, filter });
-        return this.deleteShared(c, ids.map((id) => ({ tenant, id })), note);
+        const { ids, asOf } = await this.worker.call('idsWhere', { collectionId: c.id, tenant, filter });
+        return this.deleteShared(c, ids.map((id) => ({ tenant, id })), note, asOf);
       }
       const res = await this.worker.call('deleteWhere', { collectionId: c.id, tenant, filter });
       return { num_vectors_deleted: res.numDeleted };
@@ -484,8 +484,8 @@ export class VectorService {
     return { num_vectors_deleted: res.numDeleted };
   }
 
-  private async deleteShared(c: CollectionRecord, keys: VectorKey[], note?: SeqNote): Promise<{ num_vectors_deleted: number }> {
-    const { deleted, seq } = await this.shared!.delete(c.id, keys);
+  private async deleteShared(c: CollectionRecord, keys: VectorKey[], note?: SeqNote, asOf?: number): Promise<{ num_vectors_deleted: number }> {
+    const { deleted, seq } = await this.shared!.delete(c.id, keys, asOf);
     note?.(seq);
     this.follower!.notified(String(c.id));
     return { num_vectors_deleted: deleted };

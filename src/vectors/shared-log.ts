@@ -78,7 +78,7 @@ export class SharedVectorLog {
 
   /** An upsert, all or nothing: answers the sequence number it committed at. */
   async upsert(batch: UpsertBatch, dimension: number): Promise<{ seq: number }> {
-    checkText(batch);
+    refuseNul(batch, (i) => `vector[${i}]`);
     return this.db.transaction().execute(async (trx) => {
       const seq = await lockCollection(trx, batch.collectionId);
       const { last, added } = await writeVectors(trx, batch.collectionId, seq, batch, dimension);
@@ -88,7 +88,11 @@ export class SharedVectorLog {
   }
 
   /** Deletes the ids that exist, leaving a tombstone for each: answers how many, and the sequence number. */
-  async delete(collectionId: number, keys: VectorKey[]): Promise<{ deleted: number; seq: number }> {
+  /**
+   * `asOf`: only rows not written since that sequence number (a delete by filter read the matching
+   * ids in a copy at asOf; a vector replaced since may no longer match, and is kept).
+   */
+  async delete(collectionId: number, keys: VectorKey[], asOf = Number.MAX_SAFE_INTEGER): Promise<{ deleted: number; seq: number }> {
     const unique = new Map<string, VectorKey>();
     for (const k of keys) unique.set(`${k.tenant}\u0000${k.id}`, k);
     const list = [...unique.values()].filter((k) => !k.tenant.includes('\u0000') && !k.id.includes('\u0000'));
@@ -101,6 +105,7 @@ export class SharedVectorLog {
           UPDATE vectors SET seq = ${seq} + t.ord, vec = NULL, properties = NULL, deleted_at = ${Date.now()}
           FROM unnest(${part.map((k) => k.tenant)}::text[], ${part.map((k) => k.id)}::text[]) WITH ORDINALITY AS t(tenant, id, ord)
           WHERE vectors.collection_id = ${collectionId} AND vectors.tenant = t.tenant AND vectors.id = t.id AND vectors.vec IS NOT NULL
+            AND vectors.seq <= ${asOf}
           RETURNING vectors.seq`.execute(trx);
         deleted += rows.length;
         seq += part.length;
@@ -113,7 +118,8 @@ export class SharedVectorLog {
 
   /** A collection and all its vectors in one transaction (an import). */
   async importCollection(batch: ImportBatch, now: number): Promise<CollectionRecord> {
-    checkText(batch);
+    // The file's first line is the header, so vector i is on line i + 2.
+    refuseNul(batch, (i) => `line ${i + 2}`);
     return this.db.transaction().execute(async (trx) => {
       const row = await this.insertCollection(trx, batch.collection, now);
       const { last, added } = await writeVectors(trx, row.id, 0, batch, row.dimension);
@@ -242,12 +248,13 @@ async function finishWrite(trx: Transaction<ControlPlaneTables>, collectionId: n
 }
 
 /** PostgreSQL's text and jsonb cannot hold the character U+0000, which the one-box store accepts. */
-function checkText(batch: Omit<UpsertBatch, 'collectionId'>): void {
+function refuseNul(batch: Omit<UpsertBatch, 'collectionId'>, where: (i: number) => string): void {
   for (let i = 0; i < batch.ids.length; i++) {
-    if (batch.ids[i]!.includes('\u0000')) throw invalidArgument('a vector id cannot contain the character U+0000 on a PostgreSQL deployment', `vector[${i}].id`);
-    if (batch.tenants[i]!.includes('\u0000')) throw invalidArgument('a tenant id cannot contain the character U+0000 on a PostgreSQL deployment', `vector[${i}].tenant_id`);
+    const at = where(i);
+    if (batch.ids[i]!.includes('\u0000')) throw invalidArgument(`${at}: a vector id cannot contain the character U+0000 on a PostgreSQL deployment`, `${at}.id`);
+    if (batch.tenants[i]!.includes('\u0000')) throw invalidArgument(`${at}: a tenant id cannot contain the character U+0000 on a PostgreSQL deployment`, `${at}.tenant_id`);
     if (JSON.stringify(batch.properties[i] ?? {}).includes('\\u0000')) {
-      throw invalidArgument('properties cannot contain the character U+0000 on a PostgreSQL deployment', `vector[${i}].properties`);
+      throw invalidArgument(`${at}: properties cannot contain the character U+0000 on a PostgreSQL deployment`, `${at}.properties`);
     }
   }
 }

@@ -17,7 +17,7 @@
 import crypto from 'node:crypto';
 import { invalidArgument } from '../errors.js';
 import { describeValidationError, validatorCompiler } from '../validation.js';
-import { checkId, checkTenant, collectionDefinitionJson, collectionDefinitionSchema, isPlainObject } from './requests.js';
+import { checkId, checkPropertiesText, checkTenant, collectionDefinitionJson, collectionDefinitionSchema, isPlainObject } from './requests.js';
 import type { CollectionRecord, ImportBatch, NewCollection, Properties } from './types.js';
 
 export const SNAPSHOT_FORMAT = 'platform-vector-collection';
@@ -274,6 +274,7 @@ export class SnapshotReader {
       if (!Number.isFinite(this.values[at + j]!)) throw damaged(line, `"values"[${j}] is ${this.values[at + j]}; every value must be finite`);
     }
     if (!isPlainObject(v.properties)) throw damaged(line, '"properties" is not a JSON object');
+    checked(() => checkPropertiesText(v.properties, 'properties'));
     this.n++;
     this.seen.add(key);
     this.ids.push(id);

@@ -227,7 +227,7 @@ export type WorkerOps = {
   /** Replicas on PostgreSQL: applies rows of the shared store; answers the sequence number reached. */
   applyLog: [LogBatch, { appliedSeq: number }];
   /** Replicas on PostgreSQL: the ids of a tenant's vectors whose properties match (a delete by filter). */
-  idsWhere: [{ collectionId: number; tenant: string; filter: Filter }, { ids: string[] }];
+  idsWhere: [{ collectionId: number; tenant: string; filter: Filter }, { ids: string[]; asOf: number }];
   search: [SearchRequest, SearchResult];
   sample: [SampleRequest, SampledVector[]];
   stats: [{ collectionId: number }, IndexStats];

@@ -356,12 +356,12 @@ export class VectorIndex {
     return this.whenBacklogAllows({ appliedSeq: c.lastSeq });
   }
 
-  /** The ids of a tenant's vectors whose properties match (the committed state). */
-  idsWhere(collectionId: number, tenant: string, filter: Filter): { ids: string[] } {
+  /** The ids of a tenant's vectors whose properties match, and the sequence number of the copy read. */
+  idsWhere(collectionId: number, tenant: string, filter: Filter): { ids: string[]; asOf: number } {
     const c = this.collection(collectionId);
     const p = c.partitions.get(tenant);
-    if (!p) return { ids: [] };
-    return { ids: p.labelsWhere(compileFilter(filter)).map((label) => p.labelToId.get(label)!) };
+    if (!p) return { ids: [], asOf: c.lastSeq };
+    return { ids: p.labelsWhere(compileFilter(filter)).map((label) => p.labelToId.get(label)!), asOf: c.lastSeq };
   }
 
   // ---- reads ----

@@ -35,9 +35,17 @@ export function postgresBinDir(): string {
 
 const asRoot = process.getuid?.() === 0;
 
-/** argv that runs `command` as the postgres system user when we are root. */
-function asServerUser(command: string, args: string[]): [string, string[]] {
-  return asRoot ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
+/**
+ * As root, the postgres system user's ids, to spawn the server binaries as that user directly:
+ * through `runuser` a SIGINT (fast shutdown) would not reach the server.
+ */
+function serverUser(): { uid: number; gid: number } | undefined {
+  if (!asRoot) return undefined;
+  const id = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
+  const uid = id('-u');
+  const gid = id('-g');
+  if (!Number.isInteger(uid) || !Number.isInteger(gid) || uid <= 0) throw new Error('no "postgres" system user to run PostgreSQL as (install the postgresql package)');
+  return { uid, gid };
 }
 
 export async function startPostgres(): Promise<TestPostgres> {
@@ -48,8 +56,12 @@ export async function startPostgres(): Promise<TestPostgres> {
     fs.chmodSync(dir, 0o755);
     spawnSync('chown', ['postgres', dir]);
   }
-  const [initCmd, initArgs] = asServerUser(path.join(bin, 'initdb'), ['-D', data, '-U', USER, '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
-  const init = spawnSync(initCmd, initArgs, { encoding: 'utf8' });
+  const user = serverUser();
+  const init = spawnSync(path.join(bin, 'initdb'), ['-D', data, '-U', USER, '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], {
+    encoding: 'utf8',
+    cwd: dir,
+    ...user,
+  });
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
 
   // PostgreSQL cannot listen on port 0 and report the port, so a free one is picked; another
@@ -58,7 +70,7 @@ export async function startPostgres(): Promise<TestPostgres> {
   let lastError: Error | undefined;
   for (let attempt = 0; attempt < 3 && !started; attempt++) {
     try {
-      started = await runServer(bin, data, dir, await freePort());
+      started = await runServer(bin, data, dir, await freePort(), user);
     } catch (err) {
       lastError = err as Error;
     }
@@ -95,10 +107,19 @@ export async function startPostgres(): Promise<TestPostgres> {
 }
 
 /** Starts `postgres` on `port` and waits until it accepts a connection. */
-async function runServer(bin: string, data: string, socketDir: string, port: number): Promise<{ server: ChildProcess; port: number; exited: Promise<void> }> {
+async function runServer(
+  bin: string,
+  data: string,
+  socketDir: string,
+  port: number,
+  user: { uid: number; gid: number } | undefined,
+): Promise<{ server: ChildProcess; port: number; exited: Promise<void> }> {
   const settings = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'];
-  const [cmd, args] = asServerUser(path.join(bin, 'postgres'), ['-D', data, '-h', '127.0.0.1', '-p', String(port), '-k', socketDir, ...settings]);
-  const server = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const server = spawn(path.join(bin, 'postgres'), ['-D', data, '-h', '127.0.0.1', '-p', String(port), '-k', socketDir, ...settings], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    cwd: socketDir,
+    ...user,
+  });
   let log = '';
   server.stderr!.on('data', (chunk: Buffer) => {
     log += chunk;
