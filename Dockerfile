@@ -6,7 +6,7 @@
 #
 # Two stages: the build stage compiles the native addons (node-gyp: python3, make, g++) and the
 # TypeScript, then drops the devDependencies; the runtime stage is node's slim image with only
-# package.json, the production node_modules, dist/ and build/Release/platform.node, run as the
+# package.json, the production node_modules, dist/, console/dist/ and build/Release/platform.node, run as the
 # non-root user `platform` (uid/gid 10001). /bin/sleep is there for the chart's preStop hook.
 # The CUDA build (build-cuda/, `npm run build:cuda`) needs the CUDA toolkit, which these images do
 # not have: a GPU image builds it on an nvidia/cuda devel image and copies build-cuda/ beside build/.
@@ -27,17 +27,20 @@ RUN npm install -g "npm@${NPM_VERSION}" && npm --version
 ENV npm_config_nodedir=/usr/local
 WORKDIR /app
 # Everything `npm ci` needs: its install script builds the addon (binding.gyp, native/) and its
-# prepare script compiles the TypeScript (tsconfig.json, src/) and links the CLI (scripts/).
+# prepare script compiles the TypeScript (tsconfig.json, src/), links the CLI (scripts/) and builds
+# the web console (console/ into console/dist).
 # .dockerignore lets in only these.
 COPY package.json package-lock.json binding.gyp tsconfig.json ./
 COPY native ./native
 COPY scripts/link-cli.mjs ./scripts/link-cli.mjs
 COPY src ./src
+COPY console ./console
 RUN npm ci \
     && npm run build \
     && npm prune --omit=dev \
     && test -f build/Release/platform.node \
-    && test -f dist/server/main.js
+    && test -f dist/server/main.js \
+    && test -f console/dist/index.html
 
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 ENV NODE_ENV=production \
@@ -56,6 +59,7 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/console/dist ./console/dist
 COPY --from=build /app/build/Release/platform.node ./build/Release/platform.node
 USER 10001:10001
 VOLUME ["/var/lib/platform"]

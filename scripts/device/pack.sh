@@ -5,6 +5,7 @@
 # stories260K fixture. The GPU machine can reach nothing outside itself, so this is the only way
 # Node gets there; the C++ tools (native/tools) need none of it.
 #   scripts/device/pack.sh            then carry: [".device", "dist"]
+# (console/dist is not carried: the GPU checks need no web console, and /console answers 503 there.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD

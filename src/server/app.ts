@@ -37,6 +37,7 @@ import { chatRoutes } from './routes/chat.js';
 import { openAiRootRoutes } from './routes/openai-root.js';
 import { libraryRoutes } from './routes/library.js';
 import { realtimeRoutes } from './routes/realtime.js';
+import { consoleRoutes } from './routes/console.js';
 
 export interface AppDeps {
   config: Config;
@@ -205,6 +206,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await server.register(tokenRoutes, { keys, tokens, limiter });
   if (config.metricsPublic) await server.register(metricsRoute, { registry: metrics });
   if (config.docsPublic) await server.register(docsRoutes);
+  await server.register(consoleRoutes); // the web console's files: public; its API calls carry the token
 
   // Everything registered in here requires a bearer token.
   await server.register(async (api) => {

@@ -1,0 +1,123 @@
+// The shapes of the REST API's answers that the console reads (src/server/routes/*.ts).
+
+export interface ReplicaCount {
+  applied: number;
+  total: number;
+}
+
+export interface Model {
+  model_id: string;
+  project: string;
+  description: string;
+  kind: 'realtime' | 'library';
+  created_at: number;
+}
+
+export interface Route {
+  variation_name: string;
+  weight: number;
+  shadow: boolean;
+}
+
+export interface Deployment {
+  deployment_id: string;
+  model_id: string;
+  action: 'deploy' | 'undeploy';
+  status: 'PENDING' | 'DEPLOYING' | 'LIVE' | 'FAILED' | 'SUPERSEDED';
+  reason: string | null;
+  variation_name: string;
+  build_id: string | null;
+  instance_type: string | null;
+  traffic: {
+    variations: Record<string, string>;
+    audiences: Array<{ id: string; routes: Route[] }>;
+    fallbackVariation: string | null;
+    instanceTypes?: Record<string, string>;
+  };
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ModelDetails {
+  model: Model;
+  live_deployment: Deployment | null;
+  deployment_in_progress: Deployment | null;
+  replicas: ReplicaCount;
+}
+
+export interface Build {
+  build_id: string;
+  model_id: string;
+  sha256: string;
+  size_bytes: number;
+  features: Array<{ name: string; type: string }>;
+  outputs: string[];
+  operators: string[];
+  opsets: Record<string, number>;
+  created_at: number;
+}
+
+export interface LibraryDeployment {
+  model_id: string;
+  name: string;
+  file: string;
+  license: string | null;
+  license_link: string | null;
+  instance_type: string;
+  threads: number | null;
+  placement: number | null;
+  pending_instance_type: string | null;
+  last_instance_error: string | null;
+  status: string;
+  reason: string | null;
+  created_at: number;
+  updated_at: number;
+  replicas?: ReplicaCount;
+}
+
+export interface UnaryCondition {
+  key: string;
+  operator: string;
+  operand?: string;
+}
+
+export interface BinaryCondition {
+  key: string;
+  operator: string;
+  first_operand: number;
+  second_operand: number;
+}
+
+export interface Audience {
+  id: string;
+  name: string;
+  description: string;
+  conditions: { unary: UnaryCondition[]; binary: BinaryCondition[] };
+  created_at: number;
+  updated_at: number;
+}
+
+export interface Collection {
+  name: string;
+  dimension: number;
+  metric: 'cosine' | 'l2' | 'dot';
+  description: string;
+  multi_tenant: boolean;
+  hnsw: { m: number; ef_construction: number; ef: number };
+  vector_count: number;
+  created_at: number;
+  index?: { tenants: number; indexed: number; tombstones: number; pending: number; compacting: boolean };
+}
+
+export interface VectorRecord {
+  id?: string;
+  values?: number[];
+  properties?: Record<string, unknown>;
+}
+
+export interface SearchResult {
+  id?: string;
+  distance?: number;
+  properties?: Record<string, unknown>;
+  vector?: { values: number[] };
+}
