@@ -164,13 +164,18 @@ describe('one store across three replicas', () => {
     await b.host.exited;
     const gone = items.slice(0, 5).map((v) => ({ vector_id: v.id }));
     expect((await ok<{ num_vectors_deleted: number }>(on('a'), 'POST', '/api/v1/vectors/delete', { collection_name: 'purge', vector_identifiers: gone })).num_vectors_deleted).toBe(5);
+    // And a collection of more than one page of the log, with a delete after its rows.
+    const big = vectors(4, 2500, 4, 'big');
+    await createCollection(on('a'), 'purge-big', 4);
+    for (let i = 0; i < big.length; i += 500) await ok(on('a'), 'POST', '/api/v1/vectors/upsert', { collection_name: 'purge-big', vector: big.slice(i, i + 500) });
+    await ok(on('a'), 'POST', '/api/v1/vectors/delete', { collection_name: 'purge-big', vector_identifiers: [{ vector_id: big[0]!.id }] });
     // A replica that keeps tombstones for no time removes them (every replica may purge).
     await cluster.start('e', { VECTOR_POLL_MS: '100', VECTOR_TOMBSTONE_RETENTION_SECONDS: '0', LOG_LEVEL: 'warn' });
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
     try {
       for (let i = 0; ; i++) {
-        const { rows } = await db.query("SELECT count(*)::int AS n, max(c.purged_seq)::int AS purged FROM vectors v JOIN vector_collections c ON c.id = v.collection_id WHERE c.name = 'purge' AND v.vec IS NULL");
+        const { rows } = await db.query("SELECT count(*)::int AS n FROM vectors v JOIN vector_collections c ON c.id = v.collection_id WHERE c.name IN ('purge', 'purge-big') AND v.vec IS NULL");
         if (rows[0].n === 0) break;
         if (i > 500) throw new Error('the tombstones were never removed');
         await sleep(20);
@@ -188,6 +193,17 @@ describe('one store across three replicas', () => {
     expect((await ok<{ count: number }>(on('b'), 'POST', '/api/v1/vectors/count', { collection_name: 'purge' })).count).toBe(5);
     const all = await everything(on('b'), 'purge');
     expect([...all.byId.keys()].sort()).toEqual(items.slice(5).map((v) => v.id).sort());
+    // A replica that starts with nothing copies past the purged tombstones without starting over.
+    await cluster.start('f', { VECTOR_POLL_MS: '200', LOG_LEVEL: 'warn' });
+    try {
+      await readyz('f', 30_000);
+      expect((await ok<{ count: number }>(on('f'), 'POST', '/api/v1/vectors/count', { collection_name: 'purge-big' })).count).toBe(2499);
+    } finally {
+      const f = cluster.replicas.get('f')!;
+      f.host.proc.kill('SIGKILL');
+      await f.host.exited;
+      cluster.replicas.delete('f');
+    }
   });
 
   it('loses and duplicates nothing while replicas are SIGKILLed at random under writes through all three', async () => {

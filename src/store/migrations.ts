@@ -141,7 +141,7 @@ const CLUSTER_VECTORS_POSTGRES = `
         deleted_at    BIGINT,                    -- unix ms of the delete; NULL: live
         PRIMARY KEY (collection_id, tenant, id)
       );
-      CREATE INDEX vectors_by_seq ON vectors (collection_id, seq);
+      CREATE UNIQUE INDEX vectors_by_seq ON vectors (collection_id, seq);
       -- Tombstones are removed after VECTOR_TOMBSTONE_RETENTION_SECONDS (shared-log.ts purge).
       CREATE INDEX vector_tombstones ON vectors (deleted_at) WHERE vec IS NULL;
       -- Which database the replicas' caches copy: a cache made from another is thrown away.

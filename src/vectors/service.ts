@@ -304,7 +304,8 @@ export class VectorService {
   // ---- collections ----
 
   async createCollection(body: CreateCollectionBody): Promise<CollectionJson> {
-    if (this.byName.has(body.name)) throw conflict(`a vector collection named "${body.name}" already exists`, 'name');
+    // On PostgreSQL the database's unique name decides (this replica's list may be a moment old).
+    if (!this.shared && this.byName.has(body.name)) throw conflict(`a vector collection named "${body.name}" already exists`, 'name');
     const spec = {
       name: body.name,
       dimension: body.dimension,
@@ -320,8 +321,8 @@ export class VectorService {
     if (this.shared && this.follower) {
       const shared = this.shared;
       const follower = this.follower;
+      const record = await shared.createCollection(spec, Date.now());
       return follower.exclusive(async () => {
-        const record = await shared.createCollection(spec, Date.now());
         await follower.adopt(record);
         this.byName.set(record.name, record);
         await this.syncIngest();
@@ -349,7 +350,9 @@ export class VectorService {
     if (this.shared) {
       const record = await this.shared.collection(name);
       if (!record || record.id !== c.id) throw notFound(`no vector collection named "${name}"`, 'name');
-      return collectionJson(record, stats, this.follower!.copyOf(c.id));
+      // Not in this replica's cache yet: nothing applied.
+      const copy = this.follower!.copyOf(c.id) ?? { applied: 0, head: (await this.shared.head(c.id)) ?? 0, catchingUp: true };
+      return collectionJson(record, stats, copy);
     }
     const row = this.stmt.byName.get(name) as CollectionRow | undefined;
     if (!row) throw notFound(`no vector collection named "${name}"`, 'name');
@@ -361,8 +364,8 @@ export class VectorService {
       const shared = this.shared;
       const follower = this.follower;
       const c = await this.lookup(name, 'name');
+      if (!(await shared.dropCollection(c.id))) throw notFound(`no vector collection named "${name}"`, 'name');
       await follower.exclusive(async () => {
-        if (!(await shared.dropCollection(c.id))) throw notFound(`no vector collection named "${name}"`, 'name');
         this.byName.delete(name);
         follower.forget(c.id);
         await this.worker.call('dropCollection', { collectionId: c.id });
@@ -576,7 +579,7 @@ export class VectorService {
   async importCollection(body: AsyncIterable<Uint8Array> | Uint8Array | undefined, name: string | undefined, declaredBytes?: number): Promise<CollectionJson> {
     const exists = (n: string) =>
       conflict(`a vector collection named "${n}" already exists; import under another name (?name= over HTTP, --name in the CLI) or delete it first`, 'name');
-    if (name !== undefined && this.byName.has(name)) throw exists(name);
+    if (!this.shared && name !== undefined && this.byName.has(name)) throw exists(name);
     const limit = this.config.maxImportBytes;
     // The rest of the body is not read: the connection is closed after the answer.
     const tooLarge = () =>
@@ -631,14 +634,14 @@ export class VectorService {
       void this.ingest.call('importAbort', { session }).catch(() => undefined);
       throw err;
     }
-    if (this.byName.has(batch.collection.name)) throw exists(batch.collection.name);
+    if (!this.shared && this.byName.has(batch.collection.name)) throw exists(batch.collection.name);
     if (this.shared && this.follower) {
       const shared = this.shared;
       const follower = this.follower;
+      const record = await shared.importCollection(batch, Date.now()).catch((err: unknown) => {
+        throw err instanceof ApiError && err.code === 'conflict' ? exists(batch.collection.name) : err;
+      });
       return follower.exclusive(async () => {
-        const record = await shared.importCollection(batch, Date.now()).catch((err: unknown) => {
-          throw err instanceof ApiError && err.code === 'conflict' ? exists(batch.collection.name) : err;
-        });
         await follower.adopt(record);
         this.byName.set(record.name, record);
         await this.syncIngest();

@@ -13,8 +13,9 @@ import type { CollectionRecord, ImportBatch, NewCollection, UpsertBatch, VectorK
 
 export const VECTORS_CHANNEL = 'platform_vectors';
 
-/** Rows written by one statement: bounds the size of one bind message (PostgreSQL takes up to 1 GB). */
+/** Rows and bytes of vectors written by one statement: a bind message must stay under PostgreSQL's 1 GB. */
 const ROWS_PER_STATEMENT = 4096;
+const BYTES_PER_STATEMENT = 32 * 1024 * 1024;
 
 /** One row past a replica's sequence number: a vector, or a tombstone (vec and properties null). */
 export interface LogRow {
@@ -81,9 +82,7 @@ export class SharedVectorLog {
     refuseNul(batch, (i) => `vector[${i}]`);
     return this.db.transaction().execute(async (trx) => {
       const seq = await lockCollection(trx, batch.collectionId);
-      const { last, added } = await writeVectors(trx, batch.collectionId, seq, batch, dimension);
-      await finishWrite(trx, batch.collectionId, last, added);
-      return { seq: last };
+      return { seq: (await writeVectors(trx, batch.collectionId, seq, batch, dimension)).last };
     });
   }
 
@@ -99,20 +98,33 @@ export class SharedVectorLog {
     return this.db.transaction().execute(async (trx) => {
       let seq = await lockCollection(trx, collectionId);
       let deleted = 0;
+      let last = seq;
       for (let at = 0; at < list.length; at += ROWS_PER_STATEMENT) {
         const part = list.slice(at, at + ROWS_PER_STATEMENT);
-        const { rows } = await sql<{ seq: number }>`
-          UPDATE vectors SET seq = ${seq} + t.ord, vec = NULL, properties = NULL, deleted_at = ${Date.now()}
-          FROM unnest(${part.map((k) => k.tenant)}::text[], ${part.map((k) => k.id)}::text[]) WITH ORDINALITY AS t(tenant, id, ord)
-          WHERE vectors.collection_id = ${collectionId} AND vectors.tenant = t.tenant AND vectors.id = t.id AND vectors.vec IS NOT NULL
-            AND vectors.seq <= ${asOf}
-          RETURNING vectors.seq`.execute(trx);
-        deleted += rows.length;
+        // The tombstones, the collection's new head and count, and the notification: one round trip
+        // while the collection's lock is held.
+        const { rows } = await sql<{ n: number }>`
+          WITH gone AS (
+            UPDATE vectors SET seq = ${seq} + t.ord, vec = NULL, properties = NULL, deleted_at = ${Date.now()}
+            FROM unnest(${part.map((k) => k.tenant)}::text[], ${part.map((k) => k.id)}::text[]) WITH ORDINALITY AS t(tenant, id, ord)
+            WHERE vectors.collection_id = ${collectionId} AND vectors.tenant = t.tenant AND vectors.id = t.id AND vectors.vec IS NOT NULL
+              AND vectors.seq <= ${asOf}
+            RETURNING 1
+          ),
+          counted AS (SELECT count(*)::int AS n FROM gone),
+          moved AS (
+            UPDATE vector_collections SET last_seq = ${seq + part.length}, vector_count = vector_count - (SELECT n FROM counted)
+            WHERE id = ${collectionId} AND (SELECT n FROM counted) > 0
+            RETURNING 1
+          )
+          SELECT n, CASE WHEN n > 0 THEN pg_notify(${VECTORS_CHANNEL}, ${String(collectionId)}) END AS notified, (SELECT count(*) FROM moved) AS moved
+          FROM counted`.execute(trx);
+        const n = rows[0]!.n;
+        deleted += n;
+        if (n > 0) last = seq + part.length;
         seq += part.length;
       }
-      if (deleted === 0) return { deleted: 0, seq: await currentSeq(trx, collectionId) };
-      await finishWrite(trx, collectionId, seq, -deleted);
-      return { deleted, seq };
+      return { deleted, seq: last };
     });
   }
 
@@ -122,8 +134,7 @@ export class SharedVectorLog {
     refuseNul(batch, (i) => `line ${i + 2}`);
     return this.db.transaction().execute(async (trx) => {
       const row = await this.insertCollection(trx, batch.collection, now);
-      const { last, added } = await writeVectors(trx, row.id, 0, batch, row.dimension);
-      await finishWrite(trx, row.id, last, added);
+      const { added } = await writeVectors(trx, row.id, 0, batch, row.dimension);
       return { ...collectionFromRow(row), vectorCount: added };
     });
   }
@@ -148,7 +159,8 @@ export class SharedVectorLog {
         SELECT tenant, id, seq, vec, properties FROM vectors
         WHERE collection_id = c.id AND seq > ${after} ORDER BY seq LIMIT ${limit}
       ) v ON true
-      WHERE c.id = ${collectionId}`.execute(this.db);
+      WHERE c.id = ${collectionId}
+      ORDER BY v.seq`.execute(this.db);
     if (rows.length === 0) return undefined;
     const { head, purged } = rows[0]!;
     if (rows[0]!.seq === null) return { head, purged, rows: [] };
@@ -202,11 +214,6 @@ async function lockCollection(trx: Transaction<ControlPlaneTables>, collectionId
   return rows[0].last_seq;
 }
 
-async function currentSeq(trx: Transaction<ControlPlaneTables>, collectionId: number): Promise<number> {
-  const { rows } = await sql<{ last_seq: number }>`SELECT last_seq FROM vector_collections WHERE id = ${collectionId}`.execute(trx);
-  return rows[0]!.last_seq;
-}
-
 /**
  * Writes a batch's vectors numbered from `seq` + 1 (a key given twice keeps its last values, as
  * in the one-box store): answers the last number and how many keys were not live before.
@@ -216,36 +223,51 @@ async function writeVectors(trx: Transaction<ControlPlaneTables>, collectionId: 
   for (let i = 0; i < batch.ids.length; i++) last.set(`${batch.tenants[i]}\u0000${batch.ids[i]}`, i);
   const order = [...last.values()].sort((a, b) => a - b);
   const rowBytes = dimension * 4;
+  const perStatement = Math.max(1, Math.min(ROWS_PER_STATEMENT, Math.floor(BYTES_PER_STATEMENT / rowBytes)));
   const all = Buffer.from(batch.values.buffer, batch.values.byteOffset, batch.values.byteLength);
   let added = 0;
-  for (let at = 0; at < order.length; at += ROWS_PER_STATEMENT) {
-    const part = order.slice(at, at + ROWS_PER_STATEMENT);
+  for (let at = 0; at < order.length; at += perStatement) {
+    const part = order.slice(at, at + perStatement);
     const tenants = part.map((i) => batch.tenants[i]!);
     const ids = part.map((i) => batch.ids[i]!);
     const props = part.map((i) => JSON.stringify(batch.properties[i] ?? {}));
     // The rows' values as one binary parameter, each row cut out of it by its position.
     const vecs = Buffer.concat(part.map((i) => all.subarray(i * rowBytes, (i + 1) * rowBytes)));
-    const { rows } = await sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM vectors v
-      JOIN unnest(${tenants}::text[], ${ids}::text[]) AS t(tenant, id) ON v.tenant = t.tenant AND v.id = t.id
-      WHERE v.collection_id = ${collectionId} AND v.vec IS NOT NULL`.execute(trx);
-    added += part.length - rows[0]!.n;
-    await sql`
-      INSERT INTO vectors (collection_id, tenant, id, seq, vec, properties)
-      SELECT ${collectionId}, t.tenant, t.id, ${seq} + t.ord,
-             substring(${vecs}::bytea FROM ((t.ord - 1) * ${rowBytes} + 1)::int FOR ${rowBytes}), t.props::jsonb
-      FROM unnest(${tenants}::text[], ${ids}::text[], ${props}::text[]) WITH ORDINALITY AS t(tenant, id, props, ord)
-      ON CONFLICT (collection_id, tenant, id) DO UPDATE SET seq = excluded.seq, vec = excluded.vec, properties = excluded.properties, deleted_at = NULL`.execute(trx);
+    // How many were live before, the rows, the collection's new head and count, and the
+    // notification (sent at commit): one statement, one round trip while the lock is held. Every
+    // part of the WITH sees the rows as they were before the statement, so `prior` counts what was
+    // live before this write.
+    const { rows } = await sql<{ prior: number }>`
+      WITH input AS (
+        SELECT t.tenant, t.id, t.props, t.ord
+        FROM unnest(${tenants}::text[], ${ids}::text[], ${props}::text[]) WITH ORDINALITY AS t(tenant, id, props, ord)
+      ),
+      prior AS (
+        SELECT count(*)::int AS n FROM vectors v JOIN input i ON v.tenant = i.tenant AND v.id = i.id
+        WHERE v.collection_id = ${collectionId} AND v.vec IS NOT NULL
+      ),
+      written AS (
+        INSERT INTO vectors (collection_id, tenant, id, seq, vec, properties)
+        SELECT ${collectionId}, i.tenant, i.id, ${seq} + i.ord,
+               substring(${vecs}::bytea FROM ((i.ord - 1) * ${rowBytes} + 1)::int FOR ${rowBytes}), i.props::jsonb
+        FROM input i
+        ON CONFLICT (collection_id, tenant, id) DO UPDATE
+        SET seq = excluded.seq, vec = excluded.vec, properties = excluded.properties, deleted_at = NULL
+        RETURNING 1
+      ),
+      moved AS (
+        UPDATE vector_collections SET last_seq = ${seq + part.length}, vector_count = vector_count + ${part.length} - (SELECT n FROM prior)
+        WHERE id = ${collectionId}
+        RETURNING 1
+      )
+      SELECT (SELECT n FROM prior) AS prior, (SELECT count(*) FROM written) AS written, (SELECT count(*) FROM moved) AS moved,
+             pg_notify(${VECTORS_CHANNEL}, ${String(collectionId)}) AS notified`.execute(trx);
+    added += part.length - rows[0]!.prior;
     seq += part.length;
   }
   return { last: seq, added };
 }
 
-/** The collection's new sequence number and count, and the notification sent at commit. */
-async function finishWrite(trx: Transaction<ControlPlaneTables>, collectionId: number, seq: number, countChange: number): Promise<void> {
-  await sql`UPDATE vector_collections SET last_seq = ${seq}, vector_count = vector_count + ${countChange} WHERE id = ${collectionId}`.execute(trx);
-  await sql`SELECT pg_notify(${VECTORS_CHANNEL}, ${String(collectionId)})`.execute(trx);
-}
 
 /** PostgreSQL's text and jsonb cannot hold the character U+0000, which the one-box store accepts. */
 function refuseNul(batch: Omit<UpsertBatch, 'collectionId'>, where: (i: number) => string): void {
