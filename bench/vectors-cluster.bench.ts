@@ -24,7 +24,6 @@
 // VC_BENCH_N (20000) vectors, VC_BENCH_SECONDS (3) per QPS run, VC_BENCH_ROUNDS (3), VC_BENCH_LAG
 // (300) lag probes, VC_BENCH_BG (250) background vectors/s during the lag probes.
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,7 +32,9 @@ import { runCli } from '../test/helpers/cli.js';
 import { percentile, startCluster, tokenOn } from '../test/helpers/cluster.js';
 import { tempDir } from '../test/helpers/paths.js';
 import { startPostgres } from '../test/helpers/postgres.js';
-import { rng } from '../test/helpers/random.js';
+import { autocannon } from './support/autocannon.js';
+import { clusteredVectors, randomCentres, rowsOf } from './support/clustered-vectors.js';
+import { printTable } from './support/markdown-table.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const env = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
@@ -55,14 +56,7 @@ const COLLECTION = 'bench';
 /** The host's default VECTOR_CHECKPOINT_IDLE_MS. */
 const CHECKPOINT_IDLE_MS = 5000;
 
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; average: number };
-  non2xx: number;
-  errors: number;
-}
-type Autocannon = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -72,18 +66,9 @@ const load = () =>
     .map((l) => l.toFixed(2))
     .join(' ');
 
-/** n points around 100 random centres in [-1, 1]^dim, Gaussian spread 0.35, six decimals (as vectors.bench.ts). */
+/** n points around the benches' 100 centres (support/clustered-vectors.ts), as JSON rows. */
 function clustered(n: number, seed: number): number[][] {
-  const c = rng(DIM);
-  const centres = Array.from({ length: 100 }, () => Array.from({ length: DIM }, () => c() * 2 - 1));
-  const r = rng(seed);
-  return Array.from({ length: n }, () => {
-    const centre = centres[Math.floor(r() * centres.length)]!;
-    return centre.map((x) => {
-      const g = Math.sqrt(-2 * Math.log(r() + 1e-12)) * Math.cos(2 * Math.PI * r());
-      return Math.round((x + g * 0.35) * 1e6) / 1e6;
-    });
-  });
+  return rowsOf(clusteredVectors(n, DIM, seed, randomCentres(DIM)), DIM);
 }
 
 interface Answer {
@@ -226,13 +211,7 @@ async function startOneBox(): Promise<{ host: ChildHost; token: string }> {
 }
 
 function table(rows: Array<Record<string, string | number>>): void {
-  const cols = Object.keys(rows[0] ?? {});
-  const fmt = (v: string | number) => (typeof v === 'number' ? (Number.isInteger(v) ? v.toLocaleString('en-US') : v < 10 ? v.toFixed(2) : Math.round(v).toLocaleString('en-US')) : v);
-  const cells = rows.map((r) => cols.map((c) => fmt(r[c] ?? '')));
-  const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
-  console.log(`| ${cols.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`);
-  console.log(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
-  for (const r of cells) console.log(`| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`);
+  printTable(rows, (v) => (Number.isInteger(v) ? v.toLocaleString('en-US') : v < 10 ? v.toFixed(2) : Math.round(v).toLocaleString('en-US')));
 }
 
 export default async function run(): Promise<void> {

@@ -20,7 +20,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +28,9 @@ import { ApiKeyStore } from '../src/auth/api-keys.js';
 import { gemm } from '../src/native/gemm.js';
 import { openStore } from '../src/store/store.js';
 import { rng } from '../test/helpers/random.js';
+import { autocannon } from './support/autocannon.js';
+import { clusteredVectors, randomCentres } from './support/clustered-vectors.js';
+import { printTable } from './support/markdown-table.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const HOST_MAIN = path.join(ROOT, 'dist/server/main.js');
@@ -42,32 +44,10 @@ const K = 10;
 const BATCH = 500;
 const UPSERT_CONCURRENCY = 2;
 
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; average: number };
-  non2xx: number;
-  errors: number;
-}
-type Autocannon = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
 
 // ---- data ----
 
-
-/** n points around 100 random centres in [-1, 1]^dim, Gaussian spread 0.35, rounded to 6 decimals. */
-function clustered(n: number, dim: number, seed: number, centres: Float32Array): Float32Array {
-  const r = rng(seed);
-  const out = new Float32Array(n * dim);
-  const c = centres.length / dim;
-  for (let i = 0; i < n; i++) {
-    const base = Math.floor(r() * c) * dim;
-    for (let j = 0; j < dim; j++) {
-      const g = Math.sqrt(-2 * Math.log(r() + 1e-12)) * Math.cos(2 * Math.PI * r());
-      out[i * dim + j] = Math.round((centres[base + j]! + g * 0.35) * 1e6) / 1e6;
-    }
-  }
-  return out;
-}
 
 function unitRows(v: Float32Array, dim: number): Float32Array {
   const out = new Float32Array(v.length);
@@ -334,9 +314,9 @@ async function sideBySide(data: Float32Array, queries: Float32Array, dim: number
 function tenantLayout(dim: number): Array<Record<string, string | number>> {
   const tenants = 20;
   const perTenant = 2500;
-  const centres = clustered(100, dim, 77, new Float32Array(dim).fill(0));
-  const data = clustered(tenants * perTenant, dim, 78, centres);
-  const queries = clustered(200, dim, 79, centres);
+  const centres = clusteredVectors(100, dim, 77, new Float32Array(dim).fill(0));
+  const data = clusteredVectors(tenants * perTenant, dim, 78, centres);
+  const queries = clusteredVectors(200, dim, 79, centres);
   const tenantOf = (label: number) => Math.floor(label / perTenant);
   const shared = new hnswlib.HierarchicalNSW('cosine', dim);
   shared.initIndex({ maxElements: tenants * perTenant, m: M, efConstruction: EF_CONSTRUCTION, randomSeed: 100 });
@@ -423,13 +403,7 @@ function filterStrategies(index: Graph, data: Float32Array, queries: Float32Arra
 // ---- report ----
 
 function table(rows: Array<Record<string, string | number>>): void {
-  const cols = Object.keys(rows[0] ?? {});
-  const fmt = (v: string | number) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v < 10 ? v.toFixed(3) : v.toFixed(1)) : v);
-  const cells = rows.map((r) => cols.map((c) => fmt(r[c] ?? '')));
-  const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
-  console.log(`| ${cols.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`);
-  console.log(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
-  for (const r of cells) console.log(`| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`);
+  printTable(rows, (v) => (Number.isInteger(v) ? String(v) : v < 10 ? v.toFixed(3) : v.toFixed(1)));
 }
 
 export default async function run(): Promise<void> {
@@ -448,11 +422,9 @@ export default async function run(): Promise<void> {
   const summary: Array<Record<string, string | number>> = [];
   let extra: { index: Graph; data: Float32Array; queries: Float32Array; dim: number } | undefined;
   for (const { n, dim } of sizes) {
-    const centres = new Float32Array(100 * dim);
-    const r = rng(dim);
-    for (let i = 0; i < centres.length; i++) centres[i] = r() * 2 - 1;
-    const data = clustered(n, dim, 1, centres);
-    const queries = clustered(queriesN, dim, 2, centres);
+    const centres = randomCentres(dim);
+    const data = clusteredVectors(n, dim, 1, centres);
+    const queries = clusteredVectors(queriesN, dim, 2, centres);
     let t0 = performance.now();
     const truth = groundTruth(data, queries, dim, K);
     console.log(`${n} x ${dim}: ground truth by exact scan in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
