@@ -134,3 +134,35 @@ export async function api<T>(method: string, url: string, options: RequestOption
 
 /** A path segment, escaped. */
 export const seg = (s: string) => encodeURIComponent(s);
+
+/**
+ * A call with the token whose answer the caller reads itself (a Server-Sent Events stream, or
+ * Prometheus text): refusals and a 401 are handled as api() handles them.
+ */
+export async function apiResponse(method: string, url: string, options: RequestOptions = {}): Promise<Response> {
+  const token = readToken();
+  if (!token) {
+    endSession(SESSION_EXPIRED);
+    throw new ApiError(401, 'unauthenticated', SESSION_EXPIRED, null);
+  }
+  const headers: Record<string, string> = { authorization: `Bearer ${token.accessToken}` };
+  let body: BodyInit | undefined;
+  if (options.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(options.json);
+  }
+  let res: Response;
+  try {
+    res = await fetch(url, { method, headers, body, ...(options.signal ? { signal: options.signal } : {}) });
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err;
+    throw new ApiError(0, 'network', 'the host cannot be reached; is it running?', null);
+  }
+  if (res.status === 401) {
+    const err = await errorOf(res);
+    endSession(SESSION_EXPIRED);
+    throw err;
+  }
+  if (!res.ok) throw await errorOf(res);
+  return res;
+}

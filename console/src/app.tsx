@@ -7,6 +7,11 @@ import { ModelsPage } from './pages/models';
 import { BuildUploadPage } from './pages/build-upload';
 import { AudiencesPage } from './pages/audiences';
 import { VectorsPage } from './pages/vectors';
+import { DeployPage } from './pages/deploy-lazy';
+import { LogsPage } from './pages/logs-lazy';
+import { LibraryPage } from './pages/library';
+import { MetricsPage } from './pages/metrics';
+import { PlaygroundPage } from './pages/playground';
 import { useHash } from './router';
 
 interface Page {
@@ -18,8 +23,13 @@ interface Page {
 const PAGES: Page[] = [
   { path: 'models', label: 'Models' },
   { path: 'builds', label: 'Build upload' },
+  { path: 'deploy', label: 'Deploy' },
   { path: 'audiences', label: 'Audiences' },
+  { path: 'logs', label: 'Logs' },
   { path: 'vectors', label: 'Vectors' },
+  { path: 'library', label: 'Library' },
+  { path: 'metrics', label: 'Metrics' },
+  { path: 'playground', label: 'Playground' },
 ];
 
 export function App() {
@@ -95,6 +105,11 @@ function Shell() {
         {page === 'builds' ? <BuildUploadPage modelId={rest[0]} /> : null}
         {page === 'audiences' ? <AudiencesPage /> : null}
         {page === 'vectors' ? <VectorsPage selected={rest[0]} /> : null}
+        {page === 'deploy' ? <DeployPage modelId={rest[0]} buildId={rest[1]} /> : null}
+        {page === 'logs' ? <LogsPage modelId={rest[0]} variation={rest[1]} /> : null}
+        {page === 'library' ? <LibraryPage /> : null}
+        {page === 'metrics' ? <MetricsPage modelId={rest[0]} /> : null}
+        {page === 'playground' ? <PlaygroundPage modelId={rest[0]} /> : null}
         {!current ? (
           <div>
             <h1>Page not found</h1>

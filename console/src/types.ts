@@ -121,3 +121,62 @@ export interface SearchResult {
   properties?: Record<string, unknown>;
   vector?: { values: number[] };
 }
+
+/** GET /api/v1/library: one GGUF file of MODELS_DIR. */
+export interface CatalogEntry {
+  name: string;
+  file: string;
+  size_bytes: number;
+  architecture: string;
+  parameters: number;
+  quantization: string;
+  context_length: number | null;
+  license: string | null;
+  license_link: string | null;
+  chat_template: boolean;
+}
+
+export interface Catalog {
+  models: CatalogEntry[];
+  problems: Array<{ file: string; error: string }>;
+}
+
+/** Mean, p50 and p99 over the window; null without samples. */
+export interface LatencySummary {
+  mean: number | null;
+  p50: number | null;
+  p99: number | null;
+}
+
+/** Of the live replicas, how many gave their figures to GET .../metrics. */
+export interface ReplicasAnswered {
+  answered: number;
+  total: number;
+}
+
+/** GET /api/v1/models/:id/metrics of a library model: SPEC.md's four figures over 5 minutes. */
+export interface LibraryMetrics {
+  replicas?: ReplicasAnswered;
+  model_id: string;
+  window_seconds: number;
+  requests_5m: number;
+  throughput_rpm_5m: number;
+  token_throughput_tps: number;
+  time_to_first_token_ms: LatencySummary;
+  time_per_output_token_ms: LatencySummary;
+}
+
+/** GET /api/v1/models/:id/metrics of a realtime model: per variation over 5 minutes. */
+export interface RealtimeMetrics {
+  replicas?: ReplicasAnswered;
+  model_id: string;
+  window_seconds: number;
+  variations: Array<{
+    variation: string;
+    shadow: boolean;
+    requests_5m: number;
+    throughput_rpm_5m: number;
+    errors_5m: number;
+    latency_ms: LatencySummary;
+  }>;
+}

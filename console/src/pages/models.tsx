@@ -147,6 +147,11 @@ function RealtimeCard({ view, audiences }: { view: RealtimeView; audiences: Map<
         <span class="tag">realtime</span>
         {live ? <Status status="LIVE" /> : <Status status="NONE" label="not deployed" />}
         {live ? <span class="meta">{appliedOn(details.replicas)}</span> : null}
+        {builds.length > 0 ? (
+          <a class="deploy-link" style={{ marginLeft: 'auto' }} href={`#/deploy/${encodeURIComponent(model.model_id)}`}>
+            Deploy a build of {model.model_id}
+          </a>
+        ) : null}
       </div>
       <p class="meta">
         project {model.project} · created {when(model.created_at)}
@@ -221,7 +226,10 @@ function RealtimeCard({ view, audiences }: { view: RealtimeView; audiences: Map<
                 {builds.map((b) => (
                   <tr key={b.build_id}>
                     <th scope="row">
-                      <code>{b.build_id}</code>
+                      <code>{b.build_id}</code>{' '}
+                      <a href={`#/deploy/${encodeURIComponent(model.model_id)}/${encodeURIComponent(b.build_id)}`} aria-label={`Deploy build ${b.build_id}`}>
+                        deploy
+                      </a>
                     </th>
                     <td data-label="Serves">{servedBy(b.build_id) || '—'}</td>
                     <td data-label="Features">{b.features.map((f) => f.name).join(', ')}</td>
