@@ -145,9 +145,9 @@ describe('three replicas on one PostgreSQL database', () => {
     const table = await runCli(['replicas'], { PLATFORM_URL: cluster.url('replica-a'), PLATFORM_API_KEY: opsKey, PLATFORM_CACHE_DIR: tempDir() });
     expect(table.code, table.stderr).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^REPLICA\s+STATE\s+LIVE\s+HEARTBEAT\s+CONFIG\s+DEPLOYMENTS\s+LIBRARY\s+ADDRESS$/);
+    expect(lines[0]).toMatch(/^REPLICA\s+STATE\s+LIVE\s+HEARTBEAT\s+CONFIG\s+DEPLOYMENTS\s+LIBRARY\s+VECTORS\s+ADDRESS$/);
     expect(lines.slice(1).map((l) => l.split(/\s{2,}/).slice(0, 3))).toEqual(IDS.map((id) => [id, 'serving', 'yes']));
-    expect(lines.slice(1).every((l) => /\(newest\)\s+1\s+tiny\s+http:\/\/127\.0\.0\.1:\d+$/.test(l))).toBe(true);
+    expect(lines.slice(1).every((l) => /\(newest\)\s+1\s+tiny\s+-\s+http:\/\/127\.0\.0\.1:\d+$/.test(l))).toBe(true);
   }, 120_000);
 
   it("answer a model's figures for the whole cluster, whichever replica is asked", async () => {

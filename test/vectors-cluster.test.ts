@@ -327,6 +327,15 @@ describe('one store across three replicas', () => {
     expect(cli.code, cli.stderr).toBe(0);
     expect(cli.stdout).toContain(`this replica:  ready, at change ${info.replica.applied_seq} of ${info.replica.last_seq}`);
     for (const id of ['b', 'c', 'd']) expect(await topK(id), id).toEqual(expected);
+    // `platform replicas` shows every replica's copies (as of its last heartbeat): all current.
+    for (let i = 0; ; i++) {
+      const listed = await runCli(['replicas'], { PLATFORM_URL: cluster.url('a'), PLATFORM_API_KEY: opsKey, PLATFORM_CACHE_DIR: tempDir() });
+      expect(listed.code, listed.stderr).toBe(0);
+      const rows = listed.stdout.trimEnd().split('\n').slice(1).filter((l) => /\bserving\s+yes\b/.test(l));
+      if (rows.length === 4 && rows.every((l) => /\s\d+ current\s/.test(l))) break;
+      if (i > 100) throw new Error(`replicas never all current:\n${listed.stdout}`);
+      await sleep(100);
+    }
     // Prometheus sees how far each replica's copy is behind: nothing, once caught up.
     const metrics = await fetch(`${cluster.url('d')}/metrics`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.text());
     expect(metrics).toMatch(/^vector_store_replica_lag_changes\{collection="docs"\} 0$/m);

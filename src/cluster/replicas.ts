@@ -15,6 +15,8 @@ export interface ReplicaLoad {
   prepared: string[];
   /** Library models loaded and serving here, as "<model id>@<instance type>/<threads or all>". */
   library: string[];
+  /** On PostgreSQL: its copy of each vector collection, the change applied and the newest seen. */
+  vectors?: Array<{ name: string; applied: number; head: number }>;
 }
 
 export interface ReplicaRecord {
@@ -54,7 +56,7 @@ export function databaseNow(db: Kysely<ControlPlaneTables>): RawBuilder<number> 
 function parseLoad(text: string): ReplicaLoad {
   try {
     const v = JSON.parse(text) as Partial<ReplicaLoad>;
-    return { serving: v.serving ?? [], prepared: v.prepared ?? [], library: v.library ?? [] };
+    return { serving: v.serving ?? [], prepared: v.prepared ?? [], library: v.library ?? [], ...(v.vectors ? { vectors: v.vectors } : {}) };
   } catch {
     return EMPTY_LOAD;
   }

@@ -22,6 +22,7 @@ const handlers: { [K in keyof WorkerOps]: (arg: WorkerOps[K][0]) => WorkerOps[K]
   cachedCollections: () => vectorIndex.cachedCollections(),
   adoptCollection: (arg) => vectorIndex.adoptCollection(arg),
   applyLog: (arg) => vectorIndex.applyLog(arg),
+  room: () => vectorIndex.room(),
   idsWhere: (arg) => vectorIndex.idsWhere(arg.collectionId, arg.tenant, arg.filter),
   search: (arg) => vectorIndex.search(arg),
   sample: (arg) => vectorIndex.sample(arg),

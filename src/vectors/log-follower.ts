@@ -112,6 +112,11 @@ export class LogFollower {
     if (!this.stopped) void this.pollHeads();
   }
 
+  /** Each followed collection's copy: the change applied and the newest seen (the replica's report). */
+  copies(): Array<{ name: string; applied: number; head: number }> {
+    return [...this.followed.values()].map((f) => ({ name: f.record.name, applied: f.copy.applied, head: Math.max(f.copy.head, f.copy.applied) }));
+  }
+
   /** Each followed collection's changes not yet in the cache, as last seen. */
   lag(): Array<{ name: string; changes: number }> {
     return [...this.followed.values()].map((f) => ({ name: f.record.name, changes: Math.max(0, f.copy.head - f.copy.applied) }));
@@ -426,6 +431,9 @@ export class LogFollower {
         else f.waiters.push(w);
       }
       if (!full) return;
+      // A replica copying a large collection holds a bounded amount of it in memory: the next
+      // page waits until the graph work queued is back under VECTOR_MAX_BACKLOG_FLOATS.
+      await this.o.worker.call('room', {});
     }
   }
 

@@ -248,6 +248,11 @@ export class VectorService {
     this.follower?.notified(payload);
   }
 
+  /** On PostgreSQL: this replica's copy of each collection, for its row in `replicas`. */
+  copies(): Array<{ name: string; applied: number; head: number }> | undefined {
+    return this.follower?.copies();
+  }
+
   /** On PostgreSQL: the collections this replica has not caught up with yet (not ready for them). */
   catchingUp(): Array<{ name: string; copy: ReplicaCopy | undefined }> {
     return this.follower?.catchingUp() ?? [];

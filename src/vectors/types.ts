@@ -226,6 +226,8 @@ export type WorkerOps = {
   adoptCollection: [CollectionRecord, CachedCollection];
   /** Replicas on PostgreSQL: applies rows of the shared store; answers the sequence number reached. */
   applyLog: [LogBatch, { appliedSeq: number }];
+  /** Replicas on PostgreSQL: resolves once the queued graph work is under VECTOR_MAX_BACKLOG_FLOATS. */
+  room: [Record<string, never>, Record<string, never>];
   /** Replicas on PostgreSQL: the ids of a tenant's vectors whose properties match (a delete by filter). */
   idsWhere: [{ collectionId: number; tenant: string; filter: Filter }, { ids: string[]; asOf: number }];
   search: [SearchRequest, SearchResult];

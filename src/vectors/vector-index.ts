@@ -305,7 +305,7 @@ export class VectorIndex {
   }
 
   /** Applies rows of the shared store in one transaction, then queues their graph work. */
-  applyLog(b: LogBatch): { appliedSeq: number } | Promise<{ appliedSeq: number }> {
+  applyLog(b: LogBatch): { appliedSeq: number } {
     const c = this.collection(b.collectionId);
     const dim = c.record.dimension;
     const n = b.ids.length;
@@ -351,9 +351,14 @@ export class VectorIndex {
       if (label !== undefined) applyJobFor(jobs, p, NO_VALUES).deletes.push(label);
     }
     for (const [p, job] of jobs) this.enqueue(p, job, job.labels.length * dim);
-    // The follower pulls the next page only once the graph work is back under the limit, so that a
-    // replica copying a large collection holds a bounded amount of it in memory.
-    return this.whenBacklogAllows({ appliedSeq: c.lastSeq });
+    // Answered at once: reads of this collection wait for its own graph work (afterBacklog), not
+    // for other collections'. The follower asks for `room` before it pulls a next page.
+    return { appliedSeq: c.lastSeq };
+  }
+
+  /** Resolves once the queued graph work is under maxBacklogFloats (the follower's next page waits for it). */
+  room(): Record<string, never> | Promise<Record<string, never>> {
+    return this.whenBacklogAllows({});
   }
 
   /** The ids of a tenant's vectors whose properties match, and the sequence number of the copy read. */

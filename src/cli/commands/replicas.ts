@@ -15,7 +15,16 @@ interface ReplicasJson {
     applied_version: number;
     deployments_served: number;
     library_models: string[];
+    vector_collections?: Array<{ name: string; applied_seq: number; last_seq: number }>;
   }>;
+}
+
+/** "3 current", or the collections behind: "docs 1200/5000". */
+function vectorCopies(copies: ReplicasJson['replicas'][number]['vector_collections']): string {
+  if (!copies || copies.length === 0) return '-';
+  const behind = copies.filter((c) => c.applied_seq < c.last_seq);
+  if (behind.length === 0) return `${copies.length} current`;
+  return behind.map((c) => `${c.name} ${c.applied_seq}/${c.last_seq}`).join(', ');
 }
 
 const age = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s ago` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min ago` : `${Math.round(ms / 3_600_000)} h ago`);
@@ -39,8 +48,9 @@ export function registerReplicaCommands(program: Command): void {
         r.applied_version === res.config_version ? `${r.applied_version} (newest)` : String(r.applied_version),
         String(r.deployments_served),
         r.library_models.map((m) => m.split('@')[0]).join(', ') || '-',
+        vectorCopies(r.vector_collections),
         r.address,
       ]);
-      process.stdout.write(formatTable(['REPLICA', 'STATE', 'LIVE', 'HEARTBEAT', 'CONFIG', 'DEPLOYMENTS', 'LIBRARY', 'ADDRESS'], rows));
+      process.stdout.write(formatTable(['REPLICA', 'STATE', 'LIVE', 'HEARTBEAT', 'CONFIG', 'DEPLOYMENTS', 'LIBRARY', 'VECTORS', 'ADDRESS'], rows));
     });
 }

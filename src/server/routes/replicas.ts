@@ -22,6 +22,15 @@ const replicaSchema = {
     deployments_served: { type: 'integer' },
     // "<model id>@<instance type>/<threads or all>"
     library_models: { type: 'array', items: { type: 'string' } },
+    // On PostgreSQL: its copy of each vector collection (as of its last heartbeat).
+    vector_collections: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'applied_seq', 'last_seq'],
+        properties: { name: { type: 'string' }, applied_seq: { type: 'integer' }, last_seq: { type: 'integer' } },
+      },
+    },
   },
 } as const;
 
@@ -57,6 +66,7 @@ export const replicaRoutes: FastifyPluginAsync<{ replicas: ReplicaDirectory; db:
           applied_version: r.appliedVersion,
           deployments_served: r.loaded.serving.length,
           library_models: r.loaded.library,
+          ...(r.loaded.vectors ? { vector_collections: r.loaded.vectors.map((v) => ({ name: v.name, applied_seq: v.applied, last_seq: v.head })) } : {}),
         })),
       };
     },
