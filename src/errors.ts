@@ -7,8 +7,11 @@ export type ErrorCode =
   | 'permission_denied'
   | 'not_found'
   | 'conflict'
+  | 'request_timeout'
   | 'payload_too_large'
+  | 'uri_too_long'
   | 'unsupported_media_type'
+  | 'headers_too_large'
   | 'rate_limited'
   | 'overloaded'
   | 'unavailable'
@@ -20,8 +23,11 @@ const STATUS: Record<ErrorCode, number> = {
   permission_denied: 403,
   not_found: 404,
   conflict: 409,
+  request_timeout: 408,
   payload_too_large: 413,
+  uri_too_long: 414,
   unsupported_media_type: 415,
+  headers_too_large: 431,
   rate_limited: 429,
   overloaded: 429,
   unavailable: 503,
@@ -35,8 +41,11 @@ const TYPE: Record<ErrorCode, string> = {
   permission_denied: 'permission_error',
   not_found: 'invalid_request_error',
   conflict: 'invalid_request_error',
+  request_timeout: 'invalid_request_error',
   payload_too_large: 'invalid_request_error',
+  uri_too_long: 'invalid_request_error',
   unsupported_media_type: 'invalid_request_error',
+  headers_too_large: 'invalid_request_error',
   rate_limited: 'rate_limit_error',
   overloaded: 'rate_limit_error',
   unavailable: 'service_unavailable_error',

@@ -167,7 +167,7 @@ describe('every 401 path', () => {
 
   it('a token for a key that does not exist', async () => {
     const token = await host.app.tokens.issue('ffffffffffffffff');
-    await expect401(await callKeys(`Bearer ${token.accessToken}`), 'revoked');
+    await expect401(await callKeys(`Bearer ${token.accessToken}`), 'the API key behind this token does not exist');
   });
 
   it('health checks need no token; metrics do unless METRICS_PUBLIC=1', async () => {

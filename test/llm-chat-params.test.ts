@@ -79,7 +79,7 @@ describe('sampling fields', () => {
       samplingParams({
         max_tokens: '42',
         temperature: '0.7',
-        top_p: ' 0.9 ',
+        top_p: '0.9',
         top_k: '40',
         seed: '7',
         frequency_penalty: '-1.5',
@@ -88,6 +88,10 @@ describe('sampling fields', () => {
       }),
     ).toMatchObject({ maxTokens: 42, temperature: 0.7, topP: 0.9, topK: 40, seed: 7, frequencyPenalty: -1.5, stream: true, includeUsage: false });
     expect(samplingParams({ stream: 'false' }).stream).toBe(false);
+    // Only a decimal literal (issue 22): no padding, no hexadecimal, no words.
+    for (const text of [' 0.9 ', '0x1', '1_0', 'Infinity', '']) {
+      expect(refused({ top_p: text }).message).toBe(`top_p must be a number, got ${JSON.stringify(text)}`);
+    }
   });
 
   it('a value that is not a number is refused, naming the field and the value', () => {
@@ -101,7 +105,7 @@ describe('sampling fields', () => {
 
   it('NaN and infinities are out of range', () => {
     expect(refused({ temperature: Number.NaN })).toEqual({ message: 'temperature must be between 0 and 2, got NaN', param: 'temperature' });
-    expect(refused({ temperature: 'Infinity' })).toEqual({ message: 'temperature must be between 0 and 2, got Infinity', param: 'temperature' });
+    expect(refused({ temperature: 'Infinity' })).toEqual({ message: 'temperature must be a number, got "Infinity"', param: 'temperature' });
     expect(refused({ presence_penalty: -Infinity })).toEqual({ message: 'presence_penalty must be between -2 and 2, got -Infinity', param: 'presence_penalty' });
   });
 

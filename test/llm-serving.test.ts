@@ -447,7 +447,11 @@ describe('back-pressure', () => {
       const limited = responses.filter((r) => r.status === 429);
       expect(limited.length).toBeGreaterThan(0);
       expect(limited[0]!.headers.get('retry-after')).toBe('1');
-      expect(((await limited[0]!.json()) as any).error.code).toBe('overloaded');
+      const limitedError = ((await limited[0]!.json()) as any).error;
+      expect(limitedError.code).toBe('overloaded');
+      // Said once (issue 22): the engine's own message already begins "the model is overloaded".
+      expect(limitedError.message).toMatch(/^the model is overloaded: \d+ requests already wait/);
+      expect(limitedError.message.match(/overloaded/g)).toHaveLength(1);
       expect(responses.filter((r) => r.status === 200).length).toBeGreaterThan(0);
       await Promise.all(responses.map((r) => r.text().catch(() => '')));
     } finally {

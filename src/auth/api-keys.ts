@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { ApiKeysTable, ControlPlaneTables } from '../store/schema.js';
-import { KeyRevocations } from './key-revocations.js';
+import { KeyRevocations, type KeyState } from './key-revocations.js';
 
 export interface ApiKeyRecord {
   id: string;
@@ -128,5 +128,10 @@ export class ApiKeyStore {
    */
   isActive(id: string): Promise<boolean> {
     return this.revocations.isActive(id);
+  }
+
+  /** As isActive, telling a revoked key from one that does not exist. */
+  keyState(id: string): Promise<KeyState> {
+    return this.revocations.state(id);
   }
 }

@@ -6,6 +6,8 @@
 import type { Kysely } from 'kysely';
 import type { ControlPlaneTables } from '../store/schema.js';
 
+export type KeyState = 'active' | 'revoked' | 'missing';
+
 export class KeyRevocations {
   private revoked = new Set<string>();
   private active = new Set<string>();
@@ -62,11 +64,16 @@ export class KeyRevocations {
   }
 
   async isActive(id: string): Promise<boolean> {
-    if (this.revoked.has(id)) return false;
-    if (this.active.has(id)) return true;
+    return (await this.state(id)) === 'active';
+  }
+
+  /** Whether the key `id` is active, revoked, or no key at all (never remembered: it may be made later). */
+  async state(id: string): Promise<KeyState> {
+    if (this.revoked.has(id)) return 'revoked';
+    if (this.active.has(id)) return 'active';
     const row = await this.db.selectFrom('api_keys').select('revoked_at').where('id', '=', id).executeTakeFirst();
-    if (row === undefined) return false;
+    if (row === undefined) return 'missing';
     (row.revoked_at === null ? this.active : this.revoked).add(id);
-    return row.revoked_at === null;
+    return row.revoked_at === null ? 'active' : 'revoked';
   }
 }

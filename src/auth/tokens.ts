@@ -12,11 +12,20 @@ export interface IssuedToken {
   expiredAt: number;
 }
 
-export type TokenFailure = 'expired' | 'invalid';
+/** How far in the future a token's `iat` may be (clocks of replicas sharing a secret differ a little). */
+export const TOKEN_CLOCK_SKEW_SECONDS = 300;
+
+export type TokenFailure = 'expired' | 'invalid' | 'lifetime';
+
+const FAILURE_MESSAGE: Record<TokenFailure, string> = {
+  expired: 'access token expired',
+  invalid: 'access token is invalid',
+  lifetime: `access token lives longer than the maximum of ${TOKEN_LIFETIME_SECONDS} seconds (its exp is more than 24 hours after its iat, or its iat is in the future)`,
+};
 
 export class TokenVerificationError extends Error {
   constructor(readonly reason: TokenFailure) {
-    super(reason === 'expired' ? 'access token expired' : 'access token is invalid');
+    super(FAILURE_MESSAGE[reason]);
   }
 }
 
@@ -69,6 +78,9 @@ export class TokenIssuer {
         requiredClaims: ['sub', 'exp', 'iat'],
       });
       if (typeof payload.sub !== 'string') throw new TokenVerificationError('invalid');
+      // However validly signed, no token outlives the lifetime this host gives its own.
+      const { iat, exp } = payload as { iat: number; exp: number };
+      if (exp - iat > TOKEN_LIFETIME_SECONDS || iat > this.clock() / 1000 + TOKEN_CLOCK_SKEW_SECONDS) throw new TokenVerificationError('lifetime');
       return payload.sub;
     } catch (err) {
       if (err instanceof TokenVerificationError) throw err;

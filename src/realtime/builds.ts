@@ -15,6 +15,7 @@ import { isPostgres } from '../store/dialect.js';
 import type { BuildsTable, ControlPlaneTables } from '../store/schema.js';
 import { invalidArgument, notFound } from '../errors.js';
 import { newId } from '../ids.js';
+import { privateDir } from '../store/private-files.js';
 import {
   OnnxModelError,
   deriveFeatures,
@@ -203,11 +204,12 @@ function readIfPresent(file: string): Buffer | undefined {
 }
 
 function writeFileAtomic(file: string, bytes: Uint8Array): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  privateDir(path.dirname(file));
   // Unique per write: two loads of the same blob in one process may cache it at once.
   const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
   const fd = fs.openSync(tmp, 'w', 0o600);
   try {
+    fs.fchmodSync(fd, 0o600); // whatever the umask
     fs.writeSync(fd, bytes);
     fs.fsyncSync(fd);
   } finally {

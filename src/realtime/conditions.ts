@@ -4,6 +4,7 @@
 // (re2js), so no pattern can backtrack catastrophically.
 import { RE2JS } from 're2js';
 import { invalidArgument } from '../errors.js';
+import { describeValue } from '../validation.js';
 
 export const UNARY_OPERATORS = [
   'UNARY_OPERATOR_TYPE_EXACT_MATCH',
@@ -68,7 +69,7 @@ export function checkConditions(raw: unknown, at: string): Conditions {
     const c = item as Record<string, unknown>;
     const k = key(c, path);
     if (!(UNARY_OPERATORS as readonly unknown[]).includes(c.operator)) {
-      throw invalidArgument(`${path}.operator ${JSON.stringify(c.operator)} is not one of ${UNARY_OPERATORS.join(', ')}`, `${path}.operator`);
+      throw invalidArgument(`${path}.operator ${describeValue(c.operator)} is not one of ${UNARY_OPERATORS.join(', ')}`, `${path}.operator`);
     }
     const operator = c.operator as UnaryCondition['operator'];
     if (operator === 'UNARY_OPERATOR_TYPE_PRESENT_MATCH') return { key: k, operator };
@@ -92,10 +93,10 @@ export function checkConditions(raw: unknown, at: string): Conditions {
     const c = item as Record<string, unknown>;
     const k = key(c, path);
     if (!(BINARY_OPERATORS as readonly unknown[]).includes(c.operator)) {
-      throw invalidArgument(`${path}.operator ${JSON.stringify(c.operator)} is not one of ${BINARY_OPERATORS.join(', ')}`, `${path}.operator`);
+      throw invalidArgument(`${path}.operator ${describeValue(c.operator)} is not one of ${BINARY_OPERATORS.join(', ')}`, `${path}.operator`);
     }
     for (const field of ['first_operand', 'second_operand'] as const) {
-      if (!Number.isSafeInteger(c[field])) throw invalidArgument(`${path}.${field} must be an integer, got ${JSON.stringify(c[field])}`, `${path}.${field}`);
+      if (!Number.isSafeInteger(c[field])) throw invalidArgument(`${path}.${field} must be an integer, got ${describeValue(c[field])}`, `${path}.${field}`);
     }
     const first = c.first_operand as number;
     const second = c.second_operand as number;

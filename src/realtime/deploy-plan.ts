@@ -5,6 +5,7 @@ import { invalidArgument } from '../errors.js';
 import { DEFAULT_VARIATION, variationNameProblem } from '../models/names.js';
 import type { InstanceType } from '../native/surface.js';
 import { mentionedVariations, soleVariation, type AudienceRouting, type BatchingOverride, type RouteConfig, type TrafficConfig } from './traffic.js';
+import { describeValue } from '../validation.js';
 
 /** The audiences section as sent (the deploy file's `realtime.audiences`), not yet checked. */
 export type RawAudiences = unknown;
@@ -61,7 +62,7 @@ function checkAudiences(raw: RawAudiences, known: Set<string>, audienceExists: (
       if (inAudience.has(route.variation_name)) throw invalidArgument(`${rt}: variation "${route.variation_name}" has two routes in audience "${a.id}"`, `${rt}.variation_name`);
       inAudience.add(route.variation_name);
       if (typeof route.weight !== 'number' || !Number.isFinite(route.weight) || route.weight < 0 || route.weight > 100) {
-        throw invalidArgument(`${rt}.weight must be a number from 0 to 100, got ${JSON.stringify(route.weight)}`, `${rt}.weight`);
+        throw invalidArgument(`${rt}.weight must be a number from 0 to 100, got ${describeValue(route.weight)}`, `${rt}.weight`);
       }
       if (route.shadow !== undefined && typeof route.shadow !== 'boolean') throw invalidArgument(`${rt}.shadow must be true or false`, `${rt}.shadow`);
       const shadow = route.shadow === true;

@@ -8,6 +8,7 @@
 import { invalidArgument } from '../errors.js';
 import type { ServingSchema } from './builds.js';
 import type { TabularInput, TabularInputData } from '../tabular/executor/index.js';
+import { decimalNumber, describeValue } from '../validation.js';
 
 export interface FeaturePayload {
   columns: string[];
@@ -18,7 +19,7 @@ export interface FeaturePayload {
 type Cell = string | number | boolean | null | undefined | object;
 
 function describe(value: Cell): string {
-  return typeof value === 'string' ? `"${value.length > 40 ? value.slice(0, 40) + '...' : value}"` : JSON.stringify(value) ?? String(value);
+  return typeof value === 'string' ? `"${value.length > 40 ? value.slice(0, 40) + '...' : value}"` : describeValue(value);
 }
 
 /** How a caller sends a missing value: null, or "NaN" in any case (what pandas writes for one). */
@@ -27,9 +28,9 @@ const isMissing = (value: Cell): boolean => value === null || (typeof value === 
 function toNumber(value: Cell, where: () => string): number {
   if (typeof value === 'number') return value;
   if (typeof value === 'string') {
-    const text = value.trim();
-    const n = Number(text);
-    if (text !== '' && !Number.isNaN(n)) return n;
+    // A decimal literal only: never "0x10", " 7 " or "Infinity".
+    const n = decimalNumber(value);
+    if (n !== undefined) return n;
   }
   throw invalidArgument(`${where()} is ${describe(value)}, not a number`, 'data');
 }

@@ -4,6 +4,7 @@
 // store of record may not), and trimmed to `maxRows` so that it rotates instead of growing.
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { privateSqliteFile } from '../store/private-files.js';
 
 export interface RequestLogEntry {
   ts: number;
@@ -58,6 +59,7 @@ export class RequestLog {
     private readonly maxRows: number,
     private readonly flushMs = 200,
   ) {
+    privateSqliteFile(path.join(dataDir, 'request-log.db'));
     this.db = new Database(path.join(dataDir, 'request-log.db'));
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = OFF');

@@ -11,7 +11,8 @@ import { FailureLimiter } from '../auth/failure-limiter.js';
 import { resolveTokenSecret } from '../auth/token-secret.js';
 import { TokenIssuer } from '../auth/tokens.js';
 import { bearerAuth } from './authenticate.js';
-import { installErrorHandling } from './error-handler.js';
+import { clientErrorHandler, frameworkErrors, installErrorHandling, MAX_PARAM_LENGTH, serializeRequest } from './error-handler.js';
+import { installJsonParser } from './json-body.js';
 import { createMetricsRegistry, instrumentRequests, metricsRoute } from './metrics.js';
 import { docsRoutes, documentTokenRequired, registerOpenApi } from './openapi.js';
 import { engineRoutes } from './routes/engine.js';
@@ -84,6 +85,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const logger: FastifyServerOptions['logger'] = {
     level: config.logLevel,
     redact: { paths: REDACT, censor: '[redacted]' },
+    // Credentials in a URL's query string (refused, but logged with the request) are redacted too.
+    serializers: { req: serializeRequest },
     ...(deps.logStream ? { stream: deps.logStream } : {}),
   };
   const server = Fastify({
@@ -92,10 +95,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     genReqId: () => crypto.randomUUID(),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Room for the longest vector id, percent-encoded; longer path parameters are a 414.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Errors before routing and of the HTTP parser, in our error shape (error-handler.ts).
+    frameworkErrors: frameworkErrors(config.replica.id, config.bodyLimitBytes),
+    clientErrorHandler,
   });
   server.setValidatorCompiler(validatorCompiler);
   // Only JSON is accepted unless a route says otherwise (ONNX uploads add octet-stream).
   server.removeContentTypeParser('text/plain');
+  // Every JSON body is refused past MAX_JSON_DEPTH levels of nesting before it is parsed.
+  installJsonParser(server);
   installErrorHandling(server, config.bodyLimitBytes);
   server.decorateRequest('apiKeyId', null);
   // Which replica answered; a forwarded answer carries the one that generated it instead.
@@ -135,7 +145,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       library.snapshotPart,
       ...(vectors.snapshotPart ? [vectors.snapshotPart] : []),
     ],
-    load: () => ({ ...realtime.deployer.load(), library: library.loadedIds() }),
+    load: () => {
+      const copies = vectors.copies();
+      return { ...realtime.deployer.load(), library: library.loadedIds(), ...(copies ? { vectors: copies } : {}) };
+    },
     pollMs: config.replica.configPollMs,
     heartbeatMs: Math.max(50, Math.round(config.replica.timeoutMs / 5)),
     log: server.log,

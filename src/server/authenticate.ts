@@ -43,9 +43,12 @@ export function bearerAuth(tokens: TokenIssuer, keys: ApiKeyStore): onRequestHoo
       if (err instanceof TokenVerificationError && err.reason === 'expired') {
         throw unauthenticated('access token expired; exchange your API key for a new one', true);
       }
+      if (err instanceof TokenVerificationError && err.reason === 'lifetime') throw unauthenticated(`${err.message}; exchange your API key for a new one`, true);
       throw unauthenticated('access token is invalid', true);
     }
-    if (!(await keys.isActive(keyId))) throw unauthenticated('the API key behind this token was revoked', true);
+    const state = await keys.keyState(keyId);
+    if (state === 'revoked') throw unauthenticated('the API key behind this token was revoked', true);
+    if (state === 'missing') throw unauthenticated('the API key behind this token does not exist', true);
     request.apiKeyId = keyId;
   };
 }

@@ -1,11 +1,11 @@
 // The embedded store of record: one SQLite file in DATA_DIR, opened in WAL mode so that the host
 // and the CLI (keys create) can use it at the same time, with migrations applied on open.
-import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { migrations as defaultMigrations, type Migration } from './migrations.js';
 import type { ControlPlaneTables } from './schema.js';
+import { privateDir, privateSqliteFile } from './private-files.js';
 
 export type Db = Database.Database;
 
@@ -14,7 +14,8 @@ export const DATABASE_FILE = 'platform.db';
 export class DatabaseError extends Error {}
 
 export function openDatabase(dataDir: string, migrations: readonly Migration[] = defaultMigrations): Db {
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  privateDir(dataDir);
+  privateSqliteFile(path.join(dataDir, DATABASE_FILE));
   const db = new Database(path.join(dataDir, DATABASE_FILE));
   try {
     db.pragma('journal_mode = WAL');

@@ -9,6 +9,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { migrate, type Db } from '../store/database.js';
 import { migrations } from '../store/migrations.js';
 import type { SharedVectorLog } from './shared-log.js';
+import { privateDir, privateSqliteFile } from '../store/private-files.js';
 
 const VECTOR_TABLES = migrations.filter((m) => m.name === 'vector_store');
 
@@ -21,14 +22,16 @@ export interface VectorCache {
 export async function openVectorCache(dataDir: string, log: SharedVectorLog, logger: FastifyBaseLogger): Promise<VectorCache> {
   const identity = await log.identity();
   const root = path.join(dataDir, 'vector-cache');
-  fs.mkdirSync(root, { recursive: true, mode: 0o700 });
+  privateDir(dataDir);
+  privateDir(root);
   for (const entry of fs.readdirSync(root)) {
     if (entry === identity) continue;
     logger.info({ dir: path.join(root, entry) }, 'removing a vector cache made from another database');
     fs.rmSync(path.join(root, entry), { recursive: true, force: true });
   }
   const dir = path.join(root, identity);
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  privateDir(dir);
+  privateSqliteFile(path.join(dir, 'cache.db'));
   const db = new Database(path.join(dir, 'cache.db'));
   try {
     db.pragma('journal_mode = WAL');

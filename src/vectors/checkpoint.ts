@@ -13,6 +13,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import type { Hnsw } from './partition.js';
 import type { CollectionRecord, HnswParams, Metric } from './types.js';
+import { privateDir, privateFile } from '../store/private-files.js';
 
 export const CHECKPOINT_FORMAT = 1;
 
@@ -95,11 +96,12 @@ function fileCrc32(file: string): { bytes: number; crc32: number } {
 /** Writes the partition's index as its new checkpoint, atomically. */
 export function writeCheckpoint(root: string, id: PartitionIdentity, index: Hnsw, seq: number): CheckpointMeta {
   const dir = collectionDir(root, id.collectionId);
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  privateDir(dir);
   const base = partitionBase(id.tenant);
   const file = `${base}.${seq}.${Date.now().toString(36)}${crypto.randomBytes(3).toString('hex')}.hnsw`;
   const tmp = path.join(dir, `${file}.tmp`);
   index.writeIndexSync(tmp);
+  privateFile(tmp); // hnswlib creates it with the umask's mode
   const { bytes, crc32 } = fileCrc32(tmp);
   if (bytes === 0) throw new Error(`hnswlib wrote an empty index file (${tmp})`);
   fsyncPath(tmp, 'r+');
@@ -116,7 +118,8 @@ export function writeCheckpoint(root: string, id: PartitionIdentity, index: Hnsw
   };
   const metaPath = path.join(dir, metaName(id.tenant));
   const metaTmp = `${metaPath}.tmp`;
-  fs.writeFileSync(metaTmp, JSON.stringify(meta));
+  fs.writeFileSync(metaTmp, JSON.stringify(meta), { mode: 0o600 });
+  privateFile(metaTmp);
   fsyncPath(metaTmp, 'r+');
   fs.renameSync(metaTmp, metaPath);
   fsyncPath(dir);

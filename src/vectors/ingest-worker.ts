@@ -6,7 +6,7 @@
 // snapshot-format.ts) are read here for the same reason, chunk by chunk as they arrive.
 import { parentPort, workerData } from 'node:worker_threads';
 import { invalidArgument, notFound } from '../errors.js';
-import { describeValidationError, validatorCompiler } from '../validation.js';
+import { describeValidationError, jsonDepthMessage, jsonTooDeep, validatorCompiler } from '../validation.js';
 import { checkUpsert, upsertBodySchema, type CollectionInfo, type UpsertBody } from './requests.js';
 import { SnapshotReader } from './snapshot-format.js';
 import { lowerThreadPriority } from './thread-priority.js';
@@ -35,6 +35,8 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 
 function parseUpsert(bytes: Uint8Array) {
   if (bytes.byteLength === 0) throw invalidArgument('request body is empty; send a JSON object');
+  // Before parsing: a body nested too deep is refused (its reply could not even be posted back).
+  if (jsonTooDeep(bytes)) throw invalidArgument(jsonDepthMessage('request body'));
   let body: unknown;
   try {
     body = JSON.parse(decoder.decode(bytes));

@@ -2,7 +2,6 @@
 // (checkpoint.ts) plus a replay of the rows written after it, or, when there is no checkpoint it
 // can trust, is rebuilt from SQLite. SQLite is the store of record; a graph is only ever a copy
 // of it that is cheaper to reload than to rebuild.
-import fs from 'node:fs';
 import hnswlib from 'hnswlib-node';
 import { findCheckpoint, partitionIdentity, sweepCollectionDir, sweepRoot } from './checkpoint.js';
 import { SPACE } from './distance.js';
@@ -10,6 +9,7 @@ import { MIN_CAPACITY, newGraph, Partition, type Hnsw } from './partition.js';
 import { blobToFloats, collectionFromRow, type CollectionRow, type RecoveryRow } from './rows.js';
 import type { VectorStatements } from './tables.js';
 import type { CollectionRecord, LogFn, Properties, WorkerSettings } from './types.js';
+import { privateDir } from '../store/private-files.js';
 
 /** A collection as the index worker holds it. */
 export interface CollectionState {
@@ -31,7 +31,7 @@ export interface Recovery {
  * then removes the index files no checkpoint refers to.
  */
 export function recoverCollections(r: Recovery, collections: Map<number, CollectionState>): void {
-  fs.mkdirSync(r.settings.indexDir, { recursive: true, mode: 0o700 });
+  privateDir(r.settings.indexDir);
   const rows = r.sql.collections.all() as CollectionRow[];
   for (const row of rows) {
     const state: CollectionState = { record: collectionFromRow(row), partitions: new Map(), lastSeq: row.last_seq };

@@ -16,7 +16,7 @@
 // writes anything.
 import crypto from 'node:crypto';
 import { invalidArgument } from '../errors.js';
-import { describeValidationError, validatorCompiler } from '../validation.js';
+import { describeValidationError, describeValue, jsonDepthMessage, jsonTooDeep, validatorCompiler } from '../validation.js';
 import { checkId, checkPropertiesText, checkTenant, collectionDefinitionJson, collectionDefinitionSchema, isPlainObject } from './requests.js';
 import type { CollectionRecord, ImportBatch, NewCollection, Properties } from './types.js';
 
@@ -69,6 +69,7 @@ const NEWLINE = 0x0a;
 const damaged = (line: number, what: string) => invalidArgument(`the export is damaged or not an export: line ${line}: ${what}`);
 
 function parseLine(text: string, line: number): Record<string, unknown> {
+  if (jsonTooDeep(text)) throw damaged(line, jsonDepthMessage('the line'));
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -82,8 +83,8 @@ function parseLine(text: string, line: number): Record<string, unknown> {
 function parseHeader(text: string): NewCollection & { vectorCount: number } {
   const h = parseLine(text, 1);
   if (h.format !== SNAPSHOT_FORMAT) throw damaged(1, `"format" is not "${SNAPSHOT_FORMAT}"; this is not a vector collection export`);
-  if (h.version !== SNAPSHOT_VERSION) throw damaged(1, `"version" is ${JSON.stringify(h.version)}; this host reads version ${SNAPSHOT_VERSION}`);
-  if (h.values !== VALUES_ENCODING) throw damaged(1, `"values" is ${JSON.stringify(h.values)}; this host reads "${VALUES_ENCODING}"`);
+  if (h.version !== SNAPSHOT_VERSION) throw damaged(1, `"version" is ${describeValue(h.version)}; this host reads version ${SNAPSHOT_VERSION}`);
+  if (h.values !== VALUES_ENCODING) throw damaged(1, `"values" is ${describeValue(h.values)}; this host reads "${VALUES_ENCODING}"`);
   if (!validateHeader(h)) {
     const { message } = describeValidationError(validateHeader.errors![0]!, 'the header');
     throw damaged(1, message);
@@ -190,7 +191,7 @@ export class SnapshotReader {
       throw damaged(at, 'the file ends before its last line (no {"end": true, ...}); was it cut short?');
     }
     if (t.vector_count !== vectorLines || header.vectorCount !== vectorLines) {
-      throw damaged(at, `the file has ${vectorLines} vector lines; its first line says ${header.vectorCount} and its last ${JSON.stringify(t.vector_count)}`);
+      throw damaged(at, `the file has ${vectorLines} vector lines; its first line says ${header.vectorCount} and its last ${describeValue(t.vector_count)}`);
     }
     if (this.digest.digest('hex') !== t.sha256) throw damaged(at, 'the sha256 of the lines before the last one does not match: the file was changed or damaged');
     if (this.fault) throw this.fault;

@@ -10,7 +10,7 @@
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiError } from '../errors.js';
-import type { Request, WorkerMessage } from './worker-protocol.js';
+import { postBatch, replyReader, type Outgoing, type Request } from './worker-protocol.js';
 
 interface Pending {
   resolve: (value: unknown) => void;
@@ -39,8 +39,7 @@ export class WorkerClient<Ops extends OpMap> {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closing = false;
-  private outbox: Request[] = [];
-  private moved: ArrayBuffer[] = [];
+  private outbox: Outgoing<Request>[] = [];
   private flushScheduled = false;
 
   constructor(
@@ -62,23 +61,26 @@ export class WorkerClient<Ops extends OpMap> {
     if (this.worker) return;
     const worker = spawn(this.name, this.workerData);
     this.worker = worker;
-    worker.on('message', (msg: WorkerMessage) => {
-      if ('log' in msg) {
-        const { level, msg: text, data } = msg.log;
-        this.log[level]({ ...(data ?? {}) }, text);
-        return;
-      }
-      for (const reply of msg.replies) {
+    const reader = replyReader({
+      log: ({ level, msg: text, data }) => this.log[level]({ ...(data ?? {}) }, text),
+      settle: (reply) => {
         const p = this.pending.get(reply.id);
-        if (!p) continue;
+        if (!p) return;
         this.pending.delete(reply.id);
         if (reply.ok) p.resolve(reply.result);
         else if (reply.error.code === 'internal') {
           this.log.error({ detail: reply.error.message }, `the vector ${this.name} failed a request`);
           p.reject(new Error(`the vector ${this.name} failed a request`));
         } else p.reject(new ApiError(reply.error.code, reply.error.message, reply.error.param));
-      }
+      },
+      // A batch of answers that could not be read here: its requests fail, the others go on.
+      lose: (ids, err) => {
+        this.log.error({ err, requests: ids.length }, `answers of the vector ${this.name} could not be read`);
+        for (const id of ids) this.fail(id, new Error(`the answer of the vector ${this.name} could not be read: ${err.message}`));
+      },
     });
+    worker.on('message', reader.message);
+    worker.on('messageerror', reader.messageerror);
     worker.on('error', (err) => {
       this.log.error({ err }, `the vector ${this.name} crashed`);
     });
@@ -89,7 +91,6 @@ export class WorkerClient<Ops extends OpMap> {
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
       this.outbox = [];
-      this.moved = [];
     });
     this.onStart?.(this);
   }
@@ -100,8 +101,7 @@ export class WorkerClient<Ops extends OpMap> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.outbox.push({ id, op, arg });
-      this.moved.push(...transfer);
+      this.outbox.push({ item: { id, op, arg }, transfer });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         // After this turn's I/O callbacks: requests that arrived together travel together.
@@ -114,10 +114,18 @@ export class WorkerClient<Ops extends OpMap> {
     this.flushScheduled = false;
     if (this.outbox.length === 0 || !this.worker) return;
     const batch = this.outbox;
-    const moved = this.moved;
     this.outbox = [];
-    this.moved = [];
-    this.worker.postMessage(batch, moved);
+    // A request that cannot be posted (its argument does not clone) fails alone.
+    postBatch(this.worker, batch, (items) => items, (req, err) =>
+      this.fail(req.id, new Error(`the request could not be sent to the vector ${this.name}: ${err instanceof Error ? err.message : String(err)}`)),
+    );
+  }
+
+  private fail(id: number, err: Error): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    p.reject(err);
   }
 
   /** Sends `op` (if given) as the last request, waits for its answer, then stops the worker. */

@@ -24,7 +24,7 @@ export type PromptField = 'messages' | 'prompt';
 
 /** Engine errors as HTTP errors: full queue 429, oversized prompt 400 (naming `promptField`), unloaded 503. */
 export function engineError(err: unknown, promptField: PromptField = 'messages'): unknown {
-  if (err instanceof OverloadedError) return new ApiError('overloaded', `the model is overloaded: ${err.message}; retry shortly`, null, { 'retry-after': '1' });
+  if (err instanceof OverloadedError) return new ApiError('overloaded', `the model is overloaded: ${err.message.replace(/^the model is overloaded: /, '')}; retry shortly`, null, { 'retry-after': '1' });
   if (err instanceof ContextLengthError) return invalidArgument(err.message, promptField);
   if (err instanceof LlmEngineError && err.code === 'unloaded') return unavailable('the model is being unloaded or replaced; retry');
   return err;

@@ -3,6 +3,7 @@
 // refused by name rather than silently ignored; unknown fields are ignored (DESIGN.md section 3).
 import { invalidArgument } from '../../errors.js';
 import type { ChatMessage } from './template.js';
+import { DECIMAL_NUMBER, decimalNumber, describeValue } from '../../validation.js';
 
 export interface SamplingParams {
   maxTokens: number | undefined;
@@ -20,16 +21,19 @@ export interface SamplingParams {
 
 type Body = Record<string, unknown>;
 
+/** A field's value as a number; text only as a decimal literal ("0x1" is no 1). */
+const asNumber = (v: unknown) => (typeof v === 'string' ? (decimalNumber(v) ?? Number.NaN) : Number(v));
+
 /** Fields an OpenAI client may send that this engine does not implement. */
 const UNSUPPORTED: Array<[string, (v: unknown) => boolean]> = [
   ['tools', (v) => v !== undefined && !(Array.isArray(v) && v.length === 0)],
   ['tool_choice', (v) => v !== undefined && v !== 'none'],
   ['functions', (v) => v !== undefined],
   ['function_call', (v) => v !== undefined && v !== 'none'],
-  ['n', (v) => v !== undefined && Number(v) !== 1],
-  ['best_of', (v) => v !== undefined && Number(v) !== 1],
+  ['n', (v) => v !== undefined && asNumber(v) !== 1],
+  ['best_of', (v) => v !== undefined && asNumber(v) !== 1],
   ['logprobs', (v) => v !== undefined && v !== false && v !== null],
-  ['top_logprobs', (v) => v !== undefined && v !== null && Number(v) !== 0],
+  ['top_logprobs', (v) => v !== undefined && v !== null && asNumber(v) !== 0],
   ['logit_bias', (v) => v !== undefined && v !== null && Object.keys(v as object).length > 0],
   ['echo', (v) => v === true],
   ['suffix', (v) => v !== undefined && v !== null && v !== ''],
@@ -45,8 +49,8 @@ function number(body: Body, field: string, min: number, max: number, integer = f
   if (raw === undefined || raw === null) return undefined;
   let value: number;
   if (typeof raw === 'number') value = raw;
-  else if (typeof raw === 'string' && raw.trim() !== '' && !Number.isNaN(Number(raw))) value = Number(raw);
-  else throw invalidArgument(`${field} must be a number, got ${JSON.stringify(raw)}`, field);
+  else if (typeof raw === 'string' && DECIMAL_NUMBER.test(raw)) value = Number(raw);
+  else throw invalidArgument(`${field} must be a number, got ${describeValue(raw)}`, field);
   if (!Number.isFinite(value) || value < min || value > max) throw invalidArgument(`${field} must be between ${min} and ${max}, got ${value}`, field);
   if (integer && !Number.isInteger(value)) throw invalidArgument(`${field} must be an integer, got ${value}`, field);
   return value;
@@ -111,7 +115,7 @@ export function chatMessages(raw: unknown): ChatMessage[] {
     if (typeof m !== 'object' || m === null) throw invalidArgument(`${at} must be an object with role and content`, at);
     const { role, content } = m as { role?: unknown; content?: unknown };
     if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'developer') {
-      throw invalidArgument(`${at}.role must be "system", "developer", "user" or "assistant", got ${JSON.stringify(role)}`, `${at}.role`);
+      throw invalidArgument(`${at}.role must be "system", "developer", "user" or "assistant", got ${describeValue(role)}`, `${at}.role`);
     }
     let text: string;
     if (typeof content === 'string') text = content;

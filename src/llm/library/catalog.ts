@@ -2,7 +2,8 @@
 // architecture, parameters, quantization, context length, licence). Only headers are read.
 import fs from 'node:fs';
 import path from 'node:path';
-import { GgufMetadata, modelInfo, readGguf, type GgufFile } from '../gguf/index.js';
+import { invalidArgument } from '../../errors.js';
+import { GgufError, GgufMetadata, modelInfo, readGguf, type GgufFile } from '../gguf/index.js';
 
 export interface CatalogEntry {
   /** `general.name`, or the file name without .gguf. */
@@ -67,11 +68,34 @@ export async function listCatalog(modelsDir: string): Promise<{ models: CatalogE
   return { models, problems };
 }
 
-/** The catalogue entry a user names by its name or its file (relative to MODELS_DIR). */
+/**
+ * A file named relative to MODELS_DIR, refused (400 naming it) if it or a folder on its way is a
+ * symbolic link that resolves outside MODELS_DIR.
+ */
+export function checkInModelsDir(modelsDir: string, relative: string): void {
+  const root = fs.realpathSync(modelsDir);
+  const real = fs.realpathSync(path.join(modelsDir, relative));
+  const inside = path.relative(root, real);
+  if (inside === '' || inside.startsWith('..') || path.isAbsolute(inside)) {
+    throw invalidArgument(`"${relative}" is a symbolic link that leads outside MODELS_DIR; only files inside MODELS_DIR are served`, 'name');
+  }
+  if (!fs.statSync(real).isFile()) throw invalidArgument(`"${relative}" in MODELS_DIR is not a file`, 'name');
+}
+
+/**
+ * The catalogue entry a user names by its name or its file (relative to MODELS_DIR). A file named
+ * directly that is no readable GGUF model is a 400 with the reader's message.
+ */
 export async function findInCatalog(modelsDir: string, nameOrFile: string): Promise<CatalogEntry | undefined> {
   const direct = path.normalize(nameOrFile);
   if (!direct.startsWith('..') && !path.isAbsolute(direct) && /\.gguf$/i.test(direct) && fs.existsSync(path.join(modelsDir, direct))) {
-    return describeGguf(modelsDir, direct);
+    checkInModelsDir(modelsDir, direct);
+    try {
+      return await describeGguf(modelsDir, direct);
+    } catch (err) {
+      if (err instanceof GgufError) throw invalidArgument(`"${direct}" is not a GGUF model this host can read: ${err.message}`, 'name');
+      throw err;
+    }
   }
   const { models } = await listCatalog(modelsDir);
   return models.find((m) => m.name === nameOrFile) ?? models.find((m) => m.file === nameOrFile || path.basename(m.file) === nameOrFile);

@@ -5,6 +5,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { FeaturePayload } from '../../realtime/payload.js';
 import type { PredictService } from '../../realtime/predict.js';
 import { responses } from '../schemas.js';
+import { boundedJsonParser } from '../json-body.js';
 
 const payloadSchema = {
   type: 'object',
@@ -42,7 +43,7 @@ const schema = (withVariation: boolean) => ({
 type PredictRequest = FastifyRequest<{ Params: { model_id: string; variation_name?: string }; Body: FeaturePayload }>;
 
 export const predictRoutes: FastifyPluginAsync<{ predict: PredictService }> = async (app, { predict }) => {
-  app.addContentTypeParser(PANDAS_SPLIT, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  app.addContentTypeParser(PANDAS_SPLIT, { parseAs: 'string' }, boundedJsonParser(app));
 
   const handler = async (request: PredictRequest, reply: FastifyReply) => {
     const { model_id, variation_name } = request.params;

@@ -20,7 +20,7 @@
 // At most VECTOR_MAX_CONCURRENT_EXPORTS exports stream at once (429 beyond); one not read for
 // VECTOR_EXPORT_IDLE_TIMEOUT_MS is ended.
 import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify';
-import { ApiError } from '../../errors.js';
+import { ApiError, invalidArgument } from '../../errors.js';
 import { validatorCompiler } from '../../validation.js';
 import { collectionDefinitionSchema, upsertBodySchema } from '../../vectors/requests.js';
 import type { CountBody, CreateCollectionBody, DeleteBody, SampleBody, ScrollBody, SearchBody, VectorService } from '../../vectors/service.js';
@@ -171,7 +171,11 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
         // Checked in the ingest worker, against the same schema.
         validatorCompiler: () => () => true,
       },
-      async (request, reply) => vectors.upsert(request.body, noteSeq(reply)),
+      async (request, reply) => {
+        // No Content-Type and no body: Fastify parses nothing, and the body is undefined.
+        if (!Buffer.isBuffer(request.body) || request.body.byteLength === 0) throw invalidArgument('request body is empty; send a JSON object');
+        return vectors.upsert(request.body, noteSeq(reply));
+      },
     );
   });
 
