@@ -159,7 +159,7 @@ describe('the audiences file', () => {
     for (const weight of [-1, 100.5, '50', null, Number.NaN]) {
       refuse(
         canaryFile({ routes: [{ variation_name: 'default', weight }] }),
-        `realtime.audiences[0].routes[0].weight must be a number from 0 to 100, got ${JSON.stringify(weight)}`,
+        `realtime.audiences[0].routes[0].weight must be a number from 0 to 100, got ${Number.isNaN(weight) ? 'NaN' : JSON.stringify(weight)}`,
         'realtime.audiences[0].routes[0].weight',
       );
     }
