@@ -228,6 +228,12 @@ describe('builds are validated at upload', () => {
     const res = await upload(randomMlp(2).bytes, '?feature_names=a,b');
     expect(res.status).toBe(400);
     expect(res.body.error.message).toMatch(/--feature-names gives 2 names but the model takes 6 features/);
+    // The fault is in the names given, so the field named is theirs, not the file's.
+    expect(res.body.error.param).toBe('feature_names');
+    const outputs = await upload(randomMlp(2).bytes, '?feature_names=a,b,c,d,e,f&output_names=p,q,r');
+    expect(outputs.status).toBe(400);
+    expect(outputs.body.error).toMatchObject({ param: 'output_names' });
+    expect(outputs.body.error.message).toMatch(/--output-names gives 3 names but the model has 1 output/);
   });
 
   it('refuses an empty upload and a JSON body', async () => {

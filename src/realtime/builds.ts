@@ -84,7 +84,8 @@ export function prepareModel(bytes: Uint8Array, options: BuildOptions): { model:
     const schema = { ...deriveFeatures(model, options), missingValueInputs: inputsHandlingMissingValues(model) };
     return { model, schema };
   } catch (err) {
-    if (err instanceof OnnxModelError) throw invalidArgument(err.message, 'file');
+    // A fault in the names given for the model is in their field; any other, in the file.
+    if (err instanceof OnnxModelError) throw invalidArgument(err.message, err.param ?? 'file');
     throw err;
   }
 }

@@ -65,12 +65,10 @@ export function BuildUploadPage({ modelId }: { modelId: string | undefined }) {
     }
   };
 
-  // The host names the file for every fault it finds in the model, also when the fault is in the
-  // names given for it (its message then starts with the CLI's flag): those go under that field.
-  const about = (flag: string) => error instanceof ApiError && error.param === 'file' && error.message.startsWith(flag);
+  // The host names the field at fault: the file, or the names given for it.
   const modelError = fieldError(error, 'model_id', 'description');
-  const featureError = fieldError(error, 'feature_names') ?? (about('--feature-names') ? (error as ApiError).message : undefined);
-  const outputError = fieldError(error, 'output_names') ?? (about('--output-names') ? (error as ApiError).message : undefined);
+  const featureError = fieldError(error, 'feature_names');
+  const outputError = fieldError(error, 'output_names');
   const fileError = featureError || outputError ? undefined : fieldError(error, 'file');
   const elsewhere = !modelError && !fileError && !featureError && !outputError;
   return (

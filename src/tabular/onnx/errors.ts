@@ -4,9 +4,23 @@
 // operator, an operator version, an attribute value or an input form it lacks).
 
 export class OnnxModelError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The request field the fault is in when it is not the file itself (the names given for it). */
+    readonly param?: 'feature_names' | 'output_names',
+  ) {
     super(message);
     this.name = 'OnnxModelError';
+  }
+}
+
+/** Runs `check`, naming `param` as the field at fault in what it throws. */
+export function inField<T>(param: 'feature_names' | 'output_names', check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof OnnxModelError && err.param === undefined) throw new OnnxModelError(err.message, param);
+    throw err;
   }
 }
 

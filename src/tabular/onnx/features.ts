@@ -11,7 +11,7 @@
 //      list (none of the sklearn-onnx fixtures carries one, so this is our convention);
 // and otherwise the build is refused with a message that asks for --feature-names.
 
-import { OnnxModelError } from './errors.js';
+import { inField, OnnxModelError } from './errors.js';
 import type { Dim, ElementType, OnnxModel, OnnxTensorValueInfo, OnnxValueInfo } from './types.js';
 
 export interface DeriveFeaturesOptions {
@@ -175,8 +175,11 @@ export function deriveFeatures(model: OnnxModel, options: DeriveFeaturesOptions 
   };
 
   if (options.featureNames !== undefined) {
-    checkNames(options.featureNames, 'feature name');
-    fitNames(options.featureNames, '--feature-names');
+    const given = options.featureNames;
+    inField('feature_names', () => {
+      checkNames(given, 'feature name');
+      fitNames(given, '--feature-names');
+    });
     names = options.featureNames;
     from = 'option';
   } else if (layouts.every((l) => l.width === 1)) {
@@ -191,10 +194,11 @@ export function deriveFeatures(model: OnnxModel, options: DeriveFeaturesOptions 
       from = 'metadata';
     } else if (open.length > 0) {
       const verb = layouts.length === 1 ? 'does not say how many features it takes' : 'do not say how many features they take';
-      throw new OnnxModelError(`the model's ${describe()} ${verb}; pass --feature-names with one name per feature`);
+      throw new OnnxModelError(`the model's ${describe()} ${verb}; pass --feature-names with one name per feature`, 'feature_names');
     } else {
       throw new OnnxModelError(
         `the model's ${describe()} ${layouts.length === 1 ? 'does' : 'do'} not name its ${plural(knownWidth, 'feature')}; pass --feature-names with ${knownWidth} comma-separated names`,
+        'feature_names',
       );
     }
   }
@@ -222,10 +226,12 @@ export function deriveFeatures(model: OnnxModel, options: DeriveFeaturesOptions 
   let outputNames: readonly string[];
   let outputNamesFrom: FeatureSchema['outputNamesFrom'];
   if (options.outputNames !== undefined) {
-    checkNames(options.outputNames, 'output name');
+    const givenOutputs = options.outputNames;
+    inField('output_names', () => checkNames(givenOutputs, 'output name'));
     if (options.outputNames.length !== graphOutputs.length) {
       throw new OnnxModelError(
         `--output-names gives ${plural(options.outputNames.length, 'name')} but the model has ${plural(graphOutputs.length, 'output')} (${graphOutputs.map((o) => o.name).join(', ')})`,
+        'output_names',
       );
     }
     outputNames = options.outputNames;
