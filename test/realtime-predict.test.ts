@@ -198,7 +198,7 @@ describe('builds are validated at upload', () => {
     expect((await api('POST', '/api/v1/models', { model_id: 'uploads' })).status).toBe(201);
   });
 
-  const upload = (bytes: Uint8Array, query = '') => api<{ error: { code: string; message: string } }>('POST', `/api/v1/models/uploads/builds${query}`, bytes);
+  const upload = (bytes: Uint8Array, query = '') => api<{ error: { code: string; message: string; param: string | null } }>('POST', `/api/v1/models/uploads/builds${query}`, bytes);
 
   it('refuses a file that is not ONNX', async () => {
     const res = await upload(new TextEncoder().encode('this is not a model'));
