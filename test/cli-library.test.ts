@@ -1,4 +1,6 @@
 // The library commands of the real `platform` binary against a real host process.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.js';
 import { spawnHost, type ChildHost } from './helpers/child-host.js';
@@ -12,6 +14,10 @@ let env: Record<string, string>;
 beforeAll(async () => {
   const modelsDir = tempDir();
   writeTinyChatModel(modelsDir, 'tiny-chat', { license: 'mit' });
+  // Two "quantizations" of one model: files of their own, general.name "twin" in both (defect 9).
+  for (const [file, seed] of [['twin-q4.gguf', 7], ['twin-q8.gguf', 8]] as const) {
+    fs.renameSync(path.join(modelsDir, writeTinyChatModel(modelsDir, 'twin', { seed })), path.join(modelsDir, file));
+  }
   host = await spawnHost({ MODELS_DIR: modelsDir, LLM_CONTEXT_LENGTH: '256' });
   const key = (await runCli(['keys', 'create'], { DATA_DIR: host.dataDir })).stdout.trim();
   env = { PLATFORM_URL: host.url, PLATFORM_API_KEY: key, PLATFORM_CACHE_DIR: tempDir() };
@@ -74,9 +80,78 @@ describe('platform library', () => {
     expect(gone.code).toBe(1);
   });
 
+  it('deploys two files with one general.name side by side, by file name or --name, and both chat (defect 9)', async () => {
+    const { accessToken } = (await (
+      await fetch(`${host.url}/api/v1/authentication/platform-api-key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ platformApiKey: env.PLATFORM_API_KEY }) })
+    ).json()) as { accessToken: string };
+    const api = async (method: string, route: string, body?: unknown) => {
+      const res = await fetch(`${host.url}${route}`, {
+        method,
+        headers: { authorization: `Bearer ${accessToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+
+    // The general.name both share names neither.
+    const ambiguous = await runCli(['library', 'deploy', 'twin', '--model-id', 'twin'], env);
+    expect(ambiguous.code).toBe(1);
+    expect(ambiguous.stderr).toContain('"twin" names 2 files in MODELS_DIR (twin-q4.gguf, twin-q8.gguf); name the file to deploy (HTTP 400)');
+
+    // By file: the deployment is named after the file; --name names it.
+    expect((await ok(['library', 'deploy', 'twin-q4.gguf', '--model-id', 'q4', '--wait'])).stderr).toMatch(/q4 \(twin-q4\): LIVE\n$/);
+    expect((await ok(['library', 'deploy', 'twin-q8', '--model-id', 'q8', '--name', 'twin 8-bit', '--wait'])).stderr).toMatch(/q8 \(twin 8-bit\): LIVE\n$/);
+
+    // A name taken is a 409 naming the deployment that holds it, from the CLI and the API alike.
+    const clash = await runCli(['library', 'deploy', 'tiny-chat.gguf', '--model-id', 'clash', '--name', 'twin 8-bit'], env);
+    expect(clash.code).toBe(1);
+    expect(clash.stderr).toBe('platform: "twin 8-bit" is already deployed as model "q8" (HTTP 409)\n');
+    const again = await api('POST', '/api/v1/library/deployments', { file: 'twin-q4.gguf', model_id: 'clash' });
+    expect(again).toEqual({
+      status: 409,
+      body: { error: { code: 'conflict', message: '"twin-q4" is already deployed as model "q4"; deploy "twin-q4.gguf" under another "name"', param: 'name', type: 'invalid_request_error' } },
+    });
+    const padded = await api('POST', '/api/v1/library/deployments', { file: 'twin-q4.gguf', name: ' twin', model_id: 'clash' });
+    expect(padded.status).toBe(400);
+    expect((padded.body.error as { param: string }).param).toBe('name');
+    const none = await api('POST', '/api/v1/library/deployments', { model_id: 'clash' });
+    expect(none.status).toBe(400);
+    expect((none.body.error as { param: string }).param).toBe('file');
+    expect((await api('GET', '/api/v1/library/deployments/clash')).status).toBe(404);
+
+    // Both chat at once, each its own model.
+    const answers = await Promise.all(
+      ['q4', 'q8'].map(async (model) => {
+        const res = await fetch(`${host.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, temperature: 0 }),
+        });
+        expect(res.status).toBe(200);
+        return ((await res.json()) as { model: string }).model;
+      }),
+    );
+    expect(answers).toEqual(['q4', 'q8']);
+
+    // The deployments with their names, files and the general.name they share.
+    const listed = await api('GET', '/api/v1/library/deployments');
+    expect((listed.body.deployments as Array<Record<string, unknown>>).map((d) => [d.model_id, d.name, d.file, d.general_name])).toEqual([
+      ['q4', 'twin-q4', 'twin-q4.gguf', 'twin'],
+      ['q8', 'twin 8-bit', 'twin-q8.gguf', 'twin'],
+    ]);
+    expect((await api('GET', '/api/v1/library/deployments/q8')).body).toMatchObject({ name: 'twin 8-bit', file: 'twin-q8.gguf', general_name: 'twin' });
+    const table = (await ok(['library', 'deployments'])).stdout;
+    expect(table).toMatch(/^MODEL ID\s+NAME\s+FILE\s+GENERAL NAME\s+INSTANCE\s+STATUS\n/);
+    expect(table).toMatch(/\nq4\s+twin-q4\s+twin-q4\.gguf\s+twin\s+cpu\s+LIVE\n/);
+    expect(table).toMatch(/\nq8\s+twin 8-bit\s+twin-q8\.gguf\s+twin\s+cpu\s+LIVE\n/);
+
+    for (const id of ['q4', 'q8']) await ok(['library', 'undeploy', id]);
+  });
+
   it('refuses bad usage with exit 2', async () => {
     expect((await runCli(['library', 'deploy', 'tiny-chat'], env)).code).toBe(2);
     expect((await runCli(['library', 'deploy', 'tiny-chat', '--model-id', 'x', '--instance-type', 'tpu'], env)).code).toBe(2);
     expect((await runCli(['models', 'set-instance-type', 'x', 'gpu'], env)).code).toBe(2);
+    expect((await runCli(['library', 'deploy', 'tiny-chat', '--model-id', 'x', '--name', ' '], env)).code).toBe(2);
   });
 });

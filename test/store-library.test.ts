@@ -140,7 +140,7 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
       status: 409,
       code: 'conflict',
       param: 'name',
-      message: '"tiny-chat" is already deployed as model "tiny"',
+      message: '"tiny-chat" is already deployed as model "tiny"; deploy "tiny-chat.gguf" under another "name"',
     });
     // By its file name too.
     expect(await refusal(library.deploy('tiny-chat.gguf', 'again', 'cpu', null))).toMatchObject({ status: 409, param: 'name' });
@@ -175,6 +175,47 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
     expect(await refusal(library.changeInstance('nope', 'cpu', 1))).toMatchObject({ status: 404, param: 'model_id' });
   });
 
+  it('deploys two files with one general.name side by side, each under its own name (defect 9)', async () => {
+    // Two "quantizations" of one model: files of their own, general.name "twin" in both.
+    for (const [file, seed] of [['twin-q4.gguf', 7], ['twin-q8.gguf', 8]] as const) {
+      fs.renameSync(path.join(modelsDir, writeTinyChatModel(modelsDir, 'twin', { seed })), path.join(modelsDir, file));
+    }
+    // general.name names neither: a 400 listing the files.
+    expect(await refusal(library.deploy('twin', 'x', 'cpu', null, null, null, 'file'))).toEqual({
+      status: 400,
+      code: 'invalid_argument',
+      param: 'file',
+      message: '"twin" names 2 files in MODELS_DIR (twin-q4.gguf, twin-q8.gguf); name the file to deploy',
+    });
+    // The default name is the file name without .gguf; a file is named with or without .gguf.
+    expect(await library.deploy('twin-q4.gguf', 'q4', 'cpu', null)).toMatchObject({ modelId: 'q4', name: 'twin-q4', file: 'twin-q4.gguf' });
+    expect(await library.deploy('twin-q8', 'q8', 'cpu', null, null, 'twin, 8 bits', 'file')).toMatchObject({ modelId: 'q8', name: 'twin, 8 bits', file: 'twin-q8.gguf' });
+    // The same file once more under a name of its own; a name taken is a 409 naming its holder.
+    expect(await library.deploy('twin-q4.gguf', 'q4-again', 'cpu', null, null, 'twin-q4 again', 'file')).toMatchObject({ name: 'twin-q4 again', file: 'twin-q4.gguf' });
+    expect(await refusal(library.deploy('tiny-chat', 'tiny', 'cpu', null, null, 'twin, 8 bits', 'file'))).toEqual({
+      status: 409,
+      code: 'conflict',
+      param: 'name',
+      message: '"twin, 8 bits" is already deployed as model "q8"',
+    });
+    expect(await refusal(library.deploy('twin-q4.gguf', 'q4-third', 'cpu', null))).toMatchObject({ status: 409, param: 'name', message: '"twin-q4" is already deployed as model "q4"; deploy "twin-q4.gguf" under another "name"' });
+    for (const bad of ['', ' padded', 'tab\there', 'x'.repeat(256)]) {
+      expect(await refusal(library.deploy('tiny-chat', 'tiny', 'cpu', null, null, bad, 'file'))).toMatchObject({ status: 400, param: 'name' });
+    }
+    expect(await refusal(library.deploy('no-such', 'tiny', 'cpu', null, null, 'fine', 'file'))).toMatchObject({ status: 404, param: 'file' });
+    await library.idle();
+    expect((await library.list()).map((d) => `${d.modelId}=${d.name} ${d.status}`).sort()).toEqual(['q4-again=twin-q4 again LIVE', 'q4=twin-q4 LIVE', 'q8=twin, 8 bits LIVE']);
+    expect(Object.fromEntries(await library.generalNames(await library.list()))).toEqual({ q4: 'twin', q8: 'twin', 'q4-again': 'twin' });
+    expect(library.liveInstances().map((l) => l.modelId).sort()).toEqual(['q4', 'q4-again', 'q8']);
+    expect(await new ModelStore(store.db).get('q8')).toMatchObject({ description: 'twin (twin-q8.gguf)' });
+    // The names stay after a restart.
+    const after = await connect();
+    await after.library.restore();
+    await after.library.whenRestored();
+    expect((await after.library.list()).map((d) => `${d.modelId}=${d.name}`).sort()).toEqual(['q4-again=twin-q4 again', 'q4=twin-q4', 'q8=twin, 8 bits']);
+    expect(after.library.liveInstances().map((l) => l.modelId).sort()).toEqual(['q4', 'q4-again', 'q8']);
+  });
+
   it('refuses the second of two deploys of one file or one id through one connection', async () => {
     // Either may be the one that wins: on PostgreSQL they run on two pooled connections, and on
     // SQLite the file checks before the transaction interleave with it.
@@ -183,13 +224,13 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
     const lost = outcomes[1 - won]!;
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
     const winner = won === 0 ? 'one' : 'two';
-    expect(lost.status === 'rejected' && (lost.reason as ApiError).message).toBe(`"tiny-chat" is already deployed as model "${winner}"`);
+    expect(lost.status === 'rejected' && (lost.reason as ApiError).message).toBe(`"tiny-chat" is already deployed as model "${winner}"; deploy "tiny-chat.gguf" under another "name"`);
     const [c, d] = await Promise.allSettled([library.deploy('other-chat', 'same', 'cpu', null), library.deploy('other-chat', 'same', 'cpu', null)]);
     expect([c, d].filter((o) => o.status === 'fulfilled')).toHaveLength(1);
     const refused = [c, d].find((o) => o.status === 'rejected') as PromiseRejectedResult;
     // Both statements are true of the loser; which one it meets depends on when the winner commits
     // between the loser's two checks (read committed on PostgreSQL).
-    expect(['model "same" already exists', '"other-chat" is already deployed as model "same"']).toContain((refused.reason as ApiError).message);
+    expect(['model "same" already exists', '"other-chat" is already deployed as model "same"; deploy "other-chat.gguf" under another "name"']).toContain((refused.reason as ApiError).message);
     expect((refused.reason as ApiError).status).toBe(409);
     await library.idle();
     const listed = (await library.list()).map((x) => `${x.modelId} ${x.status}`).sort();
@@ -345,7 +386,7 @@ describe('two replicas on one PostgreSQL store', () => {
       const lost = await oneWins(a.deploy('tiny-chat', `one${round}`, 'cpu', null), b.deploy('tiny-chat', `two${round}`, 'cpu', null));
       expect(lost.status).toBe(409);
       expect(lost.param).toBe('name');
-      expect(lost.message).toMatch(new RegExp(`^"tiny-chat" is already deployed as model "(one|two)${round}"$`));
+      expect(lost.message).toMatch(new RegExp(`^"tiny-chat" is already deployed as model "(one|two)${round}"; deploy "tiny-chat\\.gguf" under another "name"$`));
       const deployed = await a.list();
       expect(deployed).toHaveLength(1);
       expect(lost.message).toContain(`"${deployed[0]!.modelId}"`);

@@ -11,7 +11,7 @@ import { FailureLimiter } from '../auth/failure-limiter.js';
 import { resolveTokenSecret } from '../auth/token-secret.js';
 import { TokenIssuer } from '../auth/tokens.js';
 import { bearerAuth } from './authenticate.js';
-import { clientErrorHandler, frameworkErrors, installErrorHandling, MAX_PARAM_LENGTH, serializeRequest } from './error-handler.js';
+import { clientErrorHandler, frameworkErrors, installErrorHandling, lingerOnClose, MAX_PARAM_LENGTH, serializeRequest } from './error-handler.js';
 import { installJsonParser } from './json-body.js';
 import { createMetricsRegistry, instrumentRequests, metricsRoute } from './metrics.js';
 import { docsRoutes, documentTokenRequired, registerOpenApi } from './openapi.js';
@@ -101,6 +101,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     frameworkErrors: frameworkErrors(config.replica.id, config.bodyLimitBytes),
     clientErrorHandler,
   });
+  // A connection closed after its response reads what the client still sends first, so that the
+  // kernel does not reset it and cut the response short (error-handler.ts).
+  server.server.on('connection', lingerOnClose);
   server.setValidatorCompiler(validatorCompiler);
   // Only JSON is accepted unless a route says otherwise (ONNX uploads add octet-stream).
   server.removeContentTypeParser('text/plain');

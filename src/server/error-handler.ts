@@ -139,6 +139,28 @@ export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: 
   } else send();
 }
 
+/** How long a socket whose writing side has ended still reads what the client sends (`lingerOnClose`). */
+export const LINGER_MS = 2000;
+
+/**
+ * Installed on every connection (app.ts). Node closes the socket of a `Connection: close` request
+ * once its response is written (`destroySoon`), whether or not the client's body was read: a body
+ * the route did not wait for (a 401 or 413 before it, a GET's body), or bytes that are no request.
+ * Closing a socket with bytes unread makes the kernel answer with a reset, which throws away the
+ * part of the response the client has not read yet: answers cut short (found by
+ * test/host-property.test.ts). Closed the lingering way instead (RFC 9112 section 9.6): the
+ * writing side ends once the response is out, what still comes is read and dropped, and the socket
+ * goes when the client closes its side, or LINGER_MS after the response was written.
+ */
+export function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = function destroySoon(this: Socket) {
+    if (this.writable) this.end();
+    const later = () => setTimeout(() => this.destroy(), LINGER_MS).unref();
+    if (this.writableFinished) later();
+    else this.once('finish', later);
+  };
+}
+
 /** Query parameters whose values are credentials, by name. */
 const SECRET_PARAM = /token|key|secret|passw|auth|signature|credential|jwt|session/i;
 

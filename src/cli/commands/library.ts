@@ -1,4 +1,4 @@
-// platform library list | deploy | undeploy, and platform models set-instance-type (library and
+// platform library list | deploy | deployments | undeploy, and platform models set-instance-type (library and
 // realtime models alike: the model's kind picks the route).
 import type { Command } from 'commander';
 import { clientFromEnv, type PlatformClient } from '../http-client.js';
@@ -16,8 +16,11 @@ interface CatalogJson {
 /** A library deployment as /api/v1/library/deployments answers it (the fields the CLI reads). */
 export interface LibraryDeploymentJson {
   model_id: string;
+  /** The deployment's name: unique, immutable; by default the file name without .gguf. */
   name: string;
   file: string;
+  /** The file's general.name (null when it has none; absent from older hosts). */
+  general_name?: string | null;
   license: string | null;
   instance_type: string;
   threads: number | null;
@@ -103,22 +106,52 @@ export function registerLibraryCommands(program: Command, models: Command): void
   library
     .command('deploy')
     .description('load a library model under a model id')
-    .argument('<name-or-file>', 'a name or file from "platform library list"')
+    .argument('<name-or-file>', 'a file (or a name no other file shares) from "platform library list"')
     .requiredOption('--model-id <id>', 'the model id clients put in URLs and in the "model" field')
+    .option('--name <name>', 'the deployment name, unique and immutable (default: the file name without .gguf)')
     .option('--instance-type <type>', 'cpu or cuda', 'cpu')
     .option('--threads <n>', 'CPU threads (default: all cores)')
     .option('--replicas <n>', 'run on this many replicas of the host (default: every replica); the others forward its requests')
     .option('--wait', 'follow the load until the model is live')
-    .action(async (name: string, opts: { modelId: string; instanceType: string; threads?: string; replicas?: string; wait?: boolean }) => {
+    .action(async (file: string, opts: { modelId: string; name?: string; instanceType: string; threads?: string; replicas?: string; wait?: boolean }) => {
       if (!isInstanceType(opts.instanceType)) throw usageError('--instance-type must be cpu or cuda');
+      if (opts.name !== undefined && opts.name.trim() === '') throw usageError('--name must not be empty');
       const client = clientFromEnv();
       const n = threads(opts.threads);
       const replicas = positive('--replicas', opts.replicas);
       const dep = await client.request<LibraryDeploymentJson>('POST', '/api/v1/library/deployments', {
-        body: { name, model_id: opts.modelId, instance_type: opts.instanceType, ...(n !== undefined ? { threads: n } : {}), ...(replicas !== undefined ? { replicas } : {}) },
+        body: {
+          file,
+          ...(opts.name !== undefined ? { name: opts.name } : {}),
+          model_id: opts.modelId,
+          instance_type: opts.instanceType,
+          ...(n !== undefined ? { threads: n } : {}),
+          ...(replicas !== undefined ? { replicas } : {}),
+        },
       });
       process.stdout.write(`${dep.model_id}\n`);
       if (opts.wait) await follow(client, dep.model_id, (d) => d.status === 'LIVE');
+    });
+
+  library
+    .command('deployments')
+    .description('the library deployments: model id, name, file and its general.name, instance and status')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const res = await clientFromEnv().request<{ deployments: LibraryDeploymentJson[] }>('GET', '/api/v1/library/deployments');
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(res, null, 2) + '\n');
+        return;
+      }
+      const rows = res.deployments.map((d) => [
+        d.model_id,
+        d.name,
+        d.file,
+        d.general_name ?? '-',
+        `${d.instance_type}${d.threads !== null ? `/${d.threads}` : ''}`,
+        d.status + (d.reason ? `: ${d.reason}` : ''),
+      ]);
+      process.stdout.write(formatTable(['MODEL ID', 'NAME', 'FILE', 'GENERAL NAME', 'INSTANCE', 'STATUS'], rows));
     });
 
   library

@@ -14,7 +14,7 @@ import type { ControlPlaneTables, LibraryDeploymentsTable } from '../../store/sc
 import { ApiError, conflict, invalidArgument, notFound, unavailable } from '../../errors.js';
 import type { ModelStore } from '../../models/store.js';
 import { LIBRARY_PROJECT } from '../../models/names.js';
-import { findInCatalog, listCatalog } from './catalog.js';
+import { fileStem, findInCatalog, generalNameOf, listCatalog } from './catalog.js';
 import type { InstanceType } from '../../native/surface.js';
 import { LlmInstance, ModelFileMissingError, type InstanceOptions } from './instance.js';
 import { holdsLibraryModel, libraryLoadId, type ReplicaRecord } from '../../cluster/replicas.js';
@@ -31,7 +31,12 @@ export type LibraryFailureKind = 'missing_file' | 'load_error' | 'interrupted';
 
 export interface LibraryDeployment {
   modelId: string;
+  /**
+   * The deployment's name (SPEC.md "model name"): unique among deployments, immutable; by default
+   * the file name without `.gguf` (deployments made before it were named by `general.name`).
+   */
   name: string;
+  /** Relative to MODELS_DIR. */
   file: string;
   license: string | null;
   licenseLink: string | null;
@@ -84,6 +89,17 @@ export interface LibraryCluster {
   poke(): void;
   /** Whether another replica is live now (read from the database, not the last snapshot). */
   othersLive(): Promise<boolean>;
+}
+
+/** The longest deployment name (SPEC.md "model name"). */
+export const MAX_DEPLOYMENT_NAME = 255;
+
+/** A deployment name given explicitly: 1-255 characters, no control characters, no spaces around it. */
+function checkDeploymentName(name: string): void {
+  // eslint-disable-next-line no-control-regex
+  if (name.length === 0 || name.length > MAX_DEPLOYMENT_NAME || name.trim() !== name || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw invalidArgument(`the deployment name must be 1 to ${MAX_DEPLOYMENT_NAME} characters, with no control characters and no spaces at either end`, 'name');
+  }
 }
 
 export class LibraryService {
@@ -206,14 +222,32 @@ export class LibraryService {
     return [...this.live].map(([modelId, instance]) => ({ modelId, instance }));
   }
 
-  async deploy(nameOrFile: string, modelId: string, instanceType: InstanceType, threads: number | null, replicas: number | null = null): Promise<LibraryDeployment> {
+  /**
+   * Deploys the catalogue file `source` names (a file relative to MODELS_DIR, its base name, or its
+   * `general.name` when no other file shares it) as `modelId`, under the deployment name `name`:
+   * by default the file name without `.gguf`, so that two files with one `general.name` (two
+   * quantizations of a model) deploy side by side. The name is unique among deployments (a 409
+   * naming the deployment that holds it) and never changes. `sourceParam` is the body field that
+   * named the file, for the refusals about it.
+   */
+  async deploy(
+    source: string,
+    modelId: string,
+    instanceType: InstanceType,
+    threads: number | null,
+    replicas: number | null = null,
+    name: string | null = null,
+    sourceParam = 'name',
+  ): Promise<LibraryDeployment> {
     this.checkInstanceType(instanceType);
-    const entry = await findInCatalog(this.options.modelsDir, nameOrFile);
-    if (!entry) throw notFound(`no GGUF file or model named "${nameOrFile}" in MODELS_DIR; see "platform library list"`, 'name');
+    if (name !== null) checkDeploymentName(name);
+    const entry = await findInCatalog(this.options.modelsDir, source, sourceParam);
+    if (!entry) throw notFound(`no GGUF file or model named "${source}" in MODELS_DIR; see "platform library list"`, sourceParam);
+    const deploymentName = name ?? fileStem(entry.file);
     const now = this.clock();
     const row: Row = {
       model_id: modelId,
-      name: entry.name,
+      name: deploymentName,
       file: entry.file,
       license: entry.license,
       license_link: entry.licenseLink,
@@ -226,11 +260,13 @@ export class LibraryService {
       created_at: now,
       updated_at: now,
     };
+    // A clash of the default name says how to deploy the file all the same.
+    const hint = name === null ? `; deploy "${entry.file}" under another "name"` : '';
     try {
       await this.db.transaction().execute(async (trx) => {
         // Nothing to lock while the model and the name are free: their unique keys decide between
         // two replicas deploying at once, and the loser's unique violation is answered below.
-        const conflictNow = await this.deployConflict(trx, modelId, entry.name);
+        const conflictNow = await this.deployConflict(trx, modelId, deploymentName, hint);
         if (conflictNow) throw conflictNow;
         // The model record, on this transaction, so that it commits with the deployment or not at all.
         await this.models.create(modelId, LIBRARY_PROJECT, `${entry.name} (${entry.file})`, 'library', trx);
@@ -239,7 +275,7 @@ export class LibraryService {
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       // Another deploy (here or on another replica) took the model id or the name first.
-      throw (await this.deployConflict(this.db, modelId, entry.name)) ?? conflict(`model "${modelId}" or "${entry.name}" was deployed at the same time; try again`, 'model_id');
+      throw (await this.deployConflict(this.db, modelId, deploymentName, hint)) ?? conflict(`model "${modelId}" or the name "${deploymentName}" was deployed at the same time; try again`, 'model_id');
     }
     const record = toRecord(row);
     // In a replica, only where it is placed; the other replicas' reads of the change load it there.
@@ -247,12 +283,18 @@ export class LibraryService {
     return record;
   }
 
-  /** Why `modelId` cannot be deployed from the file named `name`: its id or the file is taken. */
-  private async deployConflict(db: Kysely<ControlPlaneTables>, modelId: string, name: string): Promise<ApiError | undefined> {
+  /** Why `modelId` cannot be deployed under the deployment name `name`: its id or the name is taken. */
+  private async deployConflict(db: Kysely<ControlPlaneTables>, modelId: string, name: string, hint: string): Promise<ApiError | undefined> {
     if (await db.selectFrom('models').select('id').where('id', '=', modelId).executeTakeFirst()) return conflict(`model "${modelId}" already exists`, 'model_id');
     const taken = await db.selectFrom('library_deployments').select('model_id').where('name', '=', name).executeTakeFirst();
-    if (taken) return conflict(`"${name}" is already deployed as model "${taken.model_id}"`, 'name');
+    if (taken) return conflict(`"${name}" is already deployed as model "${taken.model_id}"${hint}`, 'name');
     return undefined;
+  }
+
+  /** `general.name` of each deployment's file (null when it has none or cannot be read now), by model id. */
+  async generalNames(deployments: LibraryDeployment[]): Promise<Map<string, string | null>> {
+    const names = await Promise.all(deployments.map((d) => generalNameOf(this.options.modelsDir, d.file)));
+    return new Map(deployments.map((d, i) => [d.modelId, names[i] ?? null]));
   }
 
   /** Instance changes in flight, and the last failed one's reason, per model (this host's instances). */

@@ -8,6 +8,7 @@ import { INSTANCE_TYPES, type InstanceType } from '../../native/surface.js';
 import { MODEL_ID_PATTERN } from '../../models/names.js';
 import { listOf, modelParams, replicaCountSchema, responses } from '../schemas.js';
 import { holdsLibraryModel, type ReplicaDirectory } from '../../cluster/replicas.js';
+import { invalidArgument } from '../../errors.js';
 
 const deploymentSchema = {
   type: 'object',
@@ -15,6 +16,7 @@ const deploymentSchema = {
     'model_id',
     'name',
     'file',
+    'general_name',
     'license',
     'license_link',
     'instance_type',
@@ -29,8 +31,11 @@ const deploymentSchema = {
   ],
   properties: {
     model_id: { type: 'string' },
+    // The deployment's name: unique, immutable; by default the file name without .gguf.
     name: { type: 'string' },
     file: { type: 'string' },
+    // The file's general.name (two quantizations of one model share it); null when it has none or cannot be read now.
+    general_name: { type: ['string', 'null'] },
     license: { type: ['string', 'null'] },
     license_link: { type: ['string', 'null'] },
     instance_type: { type: 'string' },
@@ -81,10 +86,11 @@ const instanceSchema = {
 } as const;
 
 export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replicas: ReplicaDirectory }> = async (app, { library, replicas }) => {
-  const json = (d: LibraryDeployment) => ({
+  const json = (d: LibraryDeployment, generalName: string | null) => ({
     model_id: d.modelId,
     name: d.name,
     file: d.file,
+    general_name: generalName,
     license: d.license,
     license_link: d.licenseLink,
     instance_type: d.instanceType,
@@ -120,19 +126,30 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
   app.get(
     '/api/v1/library/deployments',
     { schema: { summary: 'List the library deployments', response: responses({ 200: listOf('deployments', deploymentSchema) }) } },
-    async () => ({ deployments: (await library.list()).map(json) }),
+    async () => {
+      const deployments = await library.list();
+      const generalNames = await library.generalNames(deployments);
+      return { deployments: deployments.map((d) => json(d, generalNames.get(d.modelId) ?? null)) };
+    },
   );
 
-  app.post<{ Body: { name: string; model_id: string; instance_type?: InstanceType; threads?: number; replicas?: number } }>(
+  app.post<{ Body: { file?: string; name?: string; model_id: string; instance_type?: InstanceType; threads?: number; replicas?: number } }>(
     '/api/v1/library/deployments',
     {
       schema: {
         summary: 'Deploy a GGUF file of the catalogue as a library model (202; loads in the background)',
         body: {
           type: 'object',
-          required: ['name', 'model_id'],
+          required: ['model_id'],
           properties: {
-            name: { type: 'string', minLength: 1, maxLength: 1024 },
+            file: { type: 'string', minLength: 1, maxLength: 1024, description: 'The GGUF file to deploy: relative to MODELS_DIR, its base name, or its general.name when no other file shares it' },
+            name: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 1024,
+              description:
+                'The deployment name, unique among deployments and immutable (default: the file name without .gguf). Without "file", this names the file to deploy instead (as before "file" existed), and the deployment takes the default name',
+            },
             model_id: { type: 'string', pattern: MODEL_ID_PATTERN },
             ...instanceSchema,
             // Each replica runs its own engine; the others forward the model's requests.
@@ -143,10 +160,13 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
       },
     },
     async (request, reply) => {
-      const { name, model_id, instance_type = 'cpu', threads, replicas: count } = request.body;
-      const dep = await library.deploy(name, model_id, instance_type, threads ?? null, count ?? null);
+      const { file, name, model_id, instance_type = 'cpu', threads, replicas: count } = request.body;
+      // Without "file", "name" names the file (the form older clients send) and the name is the default.
+      const source = file ?? name;
+      if (source === undefined) throw invalidArgument('"file" is required: the GGUF file of MODELS_DIR to deploy (see GET /api/v1/library)', 'file');
+      const dep = await library.deploy(source, model_id, instance_type, threads ?? null, count ?? null, file !== undefined ? (name ?? null) : null, file !== undefined ? 'file' : 'name');
       reply.code(202);
-      return json(dep);
+      return json(dep, (await library.generalNames([dep])).get(dep.modelId) ?? null);
     },
   );
 
@@ -157,7 +177,8 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
       const dep = await library.get(request.params.model_id);
       const count = await replicas.appliedOn((load) => holdsLibraryModel(load, dep.modelId));
       // Of the replicas it is placed on: all the live ones, or as many as asked for.
-      return { ...json(dep), replicas: { applied: count.applied, total: dep.replicas === null ? count.total : Math.min(dep.replicas, count.total) } };
+      const generalName = (await library.generalNames([dep])).get(dep.modelId) ?? null;
+      return { ...json(dep, generalName), replicas: { applied: count.applied, total: dep.replicas === null ? count.total : Math.min(dep.replicas, count.total) } };
     },
   );
 
@@ -174,7 +195,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
     async (request, reply) => {
       const dep = await library.changeInstance(request.params.model_id, request.body.instance_type, request.body.threads ?? null);
       reply.code(202);
-      return json(dep);
+      return json(dep, (await library.generalNames([dep])).get(dep.modelId) ?? null);
     },
   );
 
