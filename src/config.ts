@@ -76,6 +76,8 @@ export interface VectorConfig {
   exactScanMax: number;
   /** Queued index work (floats) beyond which upserts wait for the index to catch up. */
   maxBacklogFloats: number;
+  /** Queued index work (seconds to drain at the measured graph insert rate) beyond which upserts wait. */
+  maxBacklogSeconds: number;
   /** Nice value of the ingest worker (parses upsert bodies); 0 = the event loop's priority. */
   ingestNice: number;
   /** Nice value of the index worker while it has graph work queued (searches run at 0). */
@@ -203,6 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       compactMinTombstones: integer(env, 'VECTOR_COMPACT_MIN_TOMBSTONES', 1000, 1, 100_000_000),
       exactScanMax: integer(env, 'VECTOR_EXACT_SCAN_MAX', 2000, 0, 100_000_000),
       maxBacklogFloats: integer(env, 'VECTOR_MAX_BACKLOG_FLOATS', 16 * 1024 * 1024, 1024, 2 ** 31 - 1),
+      maxBacklogSeconds: integer(env, 'VECTOR_MAX_BACKLOG_SECONDS', 10, 1, 86_400),
       ingestNice: integer(env, 'VECTOR_INGEST_NICE', 10, 0, 19),
       indexNice: integer(env, 'VECTOR_INDEX_NICE', 5, 0, 19),
       pollMs: integer(env, 'VECTOR_POLL_MS', 1000, 10, 600_000),

@@ -48,6 +48,11 @@ async function stop(host: ChildHost, signal: NodeJS.Signals): Promise<void> {
   await host.exited;
 }
 
+/** Waits until the collection's graphs hold every committed change (a restart's replay is background work). */
+async function caughtUp(api: Api, name: string): Promise<void> {
+  for (let i = 0; i < 600 && (await api('GET', `/api/v1/vectors/collections/${name}`)).body.index.pending > 0; i++) await new Promise((r) => setTimeout(r, 50));
+}
+
 interface Version {
   values: number[];
   properties: Record<string, unknown>;
@@ -155,6 +160,7 @@ describe('crash safety', () => {
     // Checkpoints were written during the stream, so the restart loaded them and replayed newer rows.
     expect(host.stdout()).toMatch(/loaded its index checkpoint and replayed \d+ newer changes/);
     expect(host.stdout()).not.toMatch(/rebuilt its index/);
+    await caughtUp(api, 'crash');
     const info = await api('GET', '/api/v1/vectors/collections/crash');
     expect(info.body.vector_count).toBeGreaterThanOrEqual(acked.size);
     expect(info.body.index).toMatchObject({ tenants: 2, indexed: info.body.vector_count, pending: 0 });
@@ -191,6 +197,8 @@ describe('damaged or missing index files', () => {
         expect(res.body.search_results[0]).toMatchObject({ id: `f${i}`, distance: expect.closeTo(0, 5), properties: { i } });
         expect(res.body.search_results).toHaveLength(3);
       }
+      // The rebuild is graph work in the background (the searches above scanned what it lacked).
+      await caughtUp(api, 'fragile');
       expect((await api('GET', '/api/v1/vectors/collections/fragile')).body).toMatchObject({ vector_count: 1000, index: { indexed: 1000 } });
     };
 
@@ -264,6 +272,7 @@ describe('delete by filter and import are durable like any write', () => {
           for (const h of hits.body.search_results) expect(stale(h.properties.i), `${name}: p${h.properties.i} found near p${i}`).toBe(false);
           if (!stale(i)) expect(hits.body.search_results[0]).toMatchObject({ id: `p${i}`, distance: 0 });
         }
+        await caughtUp(api, name);
         const info = await api('GET', `/api/v1/vectors/collections/${name}`);
         expect(info.body).toMatchObject({ vector_count: 2400 - doomed.length, index: { indexed: 2400 - doomed.length, pending: 0 } });
       }

@@ -99,7 +99,7 @@ function randomVectors(n: number, dim: number, seed: number): Float32Array {
 }
 
 function addJob(labels: number[], values: Float32Array, deletes: number[] = []): ApplyJob {
-  return { kind: 'apply', seq: 1, deletes, labels, rows: labels.map((_, i) => i), values, next: 0, deletesDone: false, queuedAt: Date.now() };
+  return { kind: 'apply', seq: 1, deletes, replaces: 0, labels, rows: labels.map((_, i) => i), values, next: 0, deletesDone: false, queuedAt: Date.now() };
 }
 
 describe('partition', () => {
@@ -249,9 +249,17 @@ describe('engine', () => {
     await e.flush(false);
 
     e = engine(dataDir, logs);
+    // The load tombstones the two stale labels (replaced, deleted) and queues the 1502 points the
+    // checkpoints lack; a search answers at once (no promise), scanning them.
+    expect(e.stats(c.id)).toMatchObject({ indexed: 298, pending: 1502 });
+    const early = e.search({ collectionId: c.id, tenant: 'a', query: Float32Array.from([9, 9, 9, 9]), k: 2, filter: undefined, includeVector: false, properties: undefined });
+    expect(early).not.toBeInstanceOf(Promise);
+    expect(early.hits.map((h) => h.id)).toEqual(['v1', 'new']);
+    expect(early.unindexed).toBe(2);
+    await e.flush(false);
     // Two rows added (the replacement and the new one), two labels tombstoned (replaced, deleted).
-    expect(logs).toContain('info: vector collection "docs" tenant "a": loaded its index checkpoint and replayed 4 newer changes');
-    expect(logs).toContain('info: vector collection "docs" tenant "b": loaded its index checkpoint and replayed 1500 newer changes');
+    expect(logs).toContainEqual(expect.stringMatching(/^info: vector collection "docs" tenant "a": loaded its index checkpoint and replayed 4 newer changes \(the graph took the 2 added points in \d+ ms\)$/));
+    expect(logs).toContainEqual(expect.stringMatching(/^info: vector collection "docs" tenant "b": loaded its index checkpoint and replayed 1500 newer changes/));
     expect(e.stats(c.id)).toMatchObject({ indexed: 1800, tombstones: 0 }); // the two new points took the two tombstoned slots
     let res = await e.search({ collectionId: c.id, tenant: 'a', query: Float32Array.from([9, 9, 9, 9]), k: 3, filter: undefined, includeVector: true, properties: ['i'] });
     expect(res.hits[0]).toMatchObject({ id: 'v1', distance: 0, properties: { i: 'again' } });
@@ -269,6 +277,8 @@ describe('engine', () => {
     }
     logs.length = 0;
     e = engine(dataDir, logs);
+    expect(logs.filter((l) => /rebuilding its index from (150|1650) stored vectors in the background \(the index file is missing\)/.test(l))).toHaveLength(2);
+    await e.flush(false);
     expect(logs.filter((l) => /rebuilt its index from (150|1650) stored vectors .*the index file is missing/.test(l))).toHaveLength(2);
     res = await e.search({ collectionId: c.id, tenant: 'b', query: values.subarray(0, 4), k: 1, filter: undefined, includeVector: false, properties: undefined });
     expect(res.hits[0]!.id).toBe('v0');

@@ -33,48 +33,66 @@ export function fromSpace(metric: Metric, d: number): number {
 const LANES = process.arch === 'x64' || process.arch === 'ia32';
 const f = Math.fround;
 
-type Term = (i: number) => number;
+// The term of element i: l2 (q - p)^2, otherwise q * p, each rounded to float32. The loops below
+// are written out, not passed a closure, because the exact scan runs them over every vector a
+// search must scan (the graph's queued points included): they are its whole cost.
+type Vec = ArrayLike<number>;
 
-/** Sum of term(i) for i in [from, to), in order, in float32. */
-function serialSum(term: Term, from: number, to: number): number {
+/** Sum of the terms for i in [from, to), in order, in float32. */
+function serialSum(l2: boolean, q: Vec, p: Vec, from: number, to: number): number {
   let s = 0;
-  for (let i = from; i < to; i++) s = f(s + term(i));
+  if (l2) {
+    for (let i = from; i < to; i++) {
+      const d = f(q[i]! - p[i]!);
+      s = f(s + f(d * d));
+    }
+  } else {
+    for (let i = from; i < to; i++) s = f(s + f(q[i]! * p[i]!));
+  }
   return s;
 }
 
-/** hnswlib's 4-lane SSE sum of term(i) for i in [0, to); `to` is a multiple of 4. */
-function laneSum(term: Term, to: number): number {
+/** hnswlib's 4-lane SSE sum of the terms for i in [0, to); `to` is a multiple of 4. */
+function laneSum(l2: boolean, q: Vec, p: Vec, to: number): number {
   let l0 = 0;
   let l1 = 0;
-  let l2 = 0;
+  let l2s = 0;
   let l3 = 0;
-  for (let i = 0; i < to; i += 4) {
-    l0 = f(l0 + term(i));
-    l1 = f(l1 + term(i + 1));
-    l2 = f(l2 + term(i + 2));
-    l3 = f(l3 + term(i + 3));
+  if (l2) {
+    for (let i = 0; i < to; i += 4) {
+      const d0 = f(q[i]! - p[i]!);
+      const d1 = f(q[i + 1]! - p[i + 1]!);
+      const d2 = f(q[i + 2]! - p[i + 2]!);
+      const d3 = f(q[i + 3]! - p[i + 3]!);
+      l0 = f(l0 + f(d0 * d0));
+      l1 = f(l1 + f(d1 * d1));
+      l2s = f(l2s + f(d2 * d2));
+      l3 = f(l3 + f(d3 * d3));
+    }
+  } else {
+    for (let i = 0; i < to; i += 4) {
+      l0 = f(l0 + f(q[i]! * p[i]!));
+      l1 = f(l1 + f(q[i + 1]! * p[i + 1]!));
+      l2s = f(l2s + f(q[i + 2]! * p[i + 2]!));
+      l3 = f(l3 + f(q[i + 3]! * p[i + 3]!));
+    }
   }
-  return f(f(f(l0 + l1) + l2) + l3);
+  return f(f(f(l0 + l1) + l2s) + l3);
 }
 
 /** The sum as hnswlib's space for dimension n sums it (the dispatch of space_ip.h and space_l2.h). */
-function hnswSum(term: Term, n: number): number {
-  if (!LANES || n < 4) return serialSum(term, 0, n);
-  if (n % 4 === 0) return laneSum(term, n);
+function hnswSum(l2: boolean, q: Vec, p: Vec, n: number): number {
+  if (!LANES || n < 4) return serialSum(l2, q, p, 0, n);
+  if (n % 4 === 0) return laneSum(l2, q, p, n);
   const whole = n > 16 ? n - (n % 16) : n - (n % 4);
-  return f(laneSum(term, whole) + serialSum(term, whole, n));
+  return f(laneSum(l2, q, p, whole) + serialSum(l2, q, p, whole, n));
 }
 
 /** hnswlib's own distance ('l2': squared; 'ip' and cosine: 1 - dot), in float32. */
 export function spaceDistance(space: SpaceName, q: ArrayLike<number>, p: ArrayLike<number>): number {
   const n = q.length;
-  if (space === 'l2') {
-    return hnswSum((i) => {
-      const d = f(q[i]! - p[i]!);
-      return f(d * d);
-    }, n);
-  }
-  return f(1 - hnswSum((i) => f(q[i]! * p[i]!), n));
+  if (space === 'l2') return hnswSum(true, q, p, n);
+  return f(1 - hnswSum(false, q, p, n));
 }
 
 /**

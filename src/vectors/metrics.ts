@@ -6,6 +6,8 @@
 //   vector_store_upsert_duration_seconds{collection}          histogram: upsert latency (its _count: upsert requests)
 //   vector_store_search_duration_seconds{collection}          histogram: search latency (its _count: searches)
 //   vector_store_index_lag_vectors{collection}                gauge: committed changes not yet in the graphs
+//   vector_store_index_backlog_seconds{collection}            gauge: how long the queued graph work would take at
+//                                                             the measured insert rate (searches scan it meanwhile)
 //   vector_store_replica_lag_changes{collection}              gauge (PostgreSQL): changes of the shared store this
 //                                                             replica's copy has not applied, as last seen
 //   vector_store_checkpoint_age_seconds{collection}           gauge: seconds since the graphs were last all
@@ -14,7 +16,7 @@
 //                                                             read transaction and a connection)
 //
 // The gauges are read when /metrics is scraped: counts from SQLite, lag and checkpoint age from
-// the index worker (one question per scrape, shared by both gauges).
+// the index worker (one question per scrape, shared by those gauges).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { CollectionGauges } from './types.js';
 
@@ -93,7 +95,7 @@ export class VectorMetrics {
         },
       });
     }
-    // The two gauges of the index worker share one answer per scrape.
+    // The gauges of the index worker share one answer per scrape.
     const workerGauges = async () => {
       this.pending ??= readings.gauges().finally(() => setImmediate(() => (this.pending = undefined)));
       const gauges = await this.pending;
@@ -109,6 +111,17 @@ export class VectorMetrics {
         const gauges = await workerGauges();
         this.reset();
         for (const g of gauges) this.set({ collection: g.name }, g.pending);
+      },
+    });
+    new Gauge({
+      name: 'vector_store_index_backlog_seconds',
+      help: 'Seconds the queued graph work would take at the measured insert rate, by collection (searches scan the queued vectors exactly meanwhile)',
+      labelNames,
+      registers: [registry],
+      async collect() {
+        const gauges = await workerGauges();
+        this.reset();
+        for (const g of gauges) this.set({ collection: g.name }, g.backlogSeconds);
       },
     });
     new Gauge({

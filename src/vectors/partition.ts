@@ -16,13 +16,15 @@ export type Hnsw = InstanceType<typeof hnswlib.HierarchicalNSW>;
 
 export const MIN_CAPACITY = 1024;
 
-/** A batch of graph changes from one committed write, applied in order. */
+/** A batch of graph changes from one committed write (or, at start-up, rows to replay), applied in order. */
 export interface ApplyJob {
   kind: 'apply';
   /** Highest sequence number among the batch's rows for this partition (0 for a delete). */
   seq: number;
   /** Labels to tombstone (replaced or deleted ids). */
   deletes: number[];
+  /** How many of `deletes` are the old labels of ids this job puts again (a replacement is one change, not two). */
+  replaces: number;
   /** New points: labels[i] has values rows[i] of `values` (dimension floats each). */
   labels: number[];
   rows: number[];
@@ -32,17 +34,13 @@ export interface ApplyJob {
   deletesDone: boolean;
   /** When the write was committed (Date.now()), for the checkpoint age. */
   queuedAt: number;
+  /** Called once the job is in the graph (recovery: the replay or rebuild is complete). */
+  done?: () => void;
+  /** Cosine: the job's points as hnswlib stores them (unit length), made by the first search that scans them. */
+  stored?: Float32Array;
 }
 
-/** A read that must see every change queued before it. */
-export interface ReadJob {
-  kind: 'read';
-  run: () => void;
-  /** Called instead of run when the partition goes away first (its collection was deleted). */
-  fail: (err: Error) => void;
-}
-
-export type Job = ApplyJob | ReadJob;
+export type Job = ApplyJob;
 
 interface Compaction {
   next: Hnsw;
@@ -80,6 +78,8 @@ export class Partition {
   readonly backlog: Job[] = [];
   /** Floats waiting in the backlog, for back-pressure. */
   backlogFloats = 0;
+  /** Measured cost of one graph insert (seconds, moving average), for the backlog's drain time; undefined until measured. */
+  insertSeconds: number | undefined;
   compaction: Compaction | undefined;
   idleTimer: NodeJS.Timeout | undefined;
 
@@ -205,6 +205,13 @@ export class Partition {
       this.ensureRoom(this.index, remaining);
       if (this.compaction) this.ensureRoom(this.compaction.next, remaining);
     }
+    const first = job.next;
+    const measure = () => {
+      const added = job.next - first;
+      if (added === 0) return;
+      const sample = (performance.now() - started) / 1000 / added;
+      this.insertSeconds = this.insertSeconds === undefined ? sample : 0.8 * this.insertSeconds + 0.2 * sample;
+    };
     while (job.next < job.labels.length) {
       const row = job.rows[job.next]!;
       const label = job.labels[job.next]!;
@@ -215,19 +222,14 @@ export class Partition {
       this.dirty++;
       this.backlogFloats -= dim;
       job.next++;
-      if ((job.next & 7) === 0 && performance.now() - started > budgetMs) return false;
+      if ((job.next & 7) === 0 && performance.now() - started > budgetMs) {
+        measure();
+        return false;
+      }
     }
+    measure();
     if (job.seq > this.appliedSeq) this.appliedSeq = job.seq;
     return true;
-  }
-
-  /** Adds points straight into the graph (loading), growing it once for all of them. */
-  bulkAdd(points: Array<{ label: number; values: Float32Array }>): void {
-    this.ensureRoom(this.index, points.length);
-    for (const p of points) {
-      this.index.addPoint(Array.from(p.values), p.label, true);
-      this.indexLive++;
-    }
   }
 
   needsCompaction(minTombstones: number): boolean {
@@ -264,38 +266,109 @@ export class Partition {
     return true;
   }
 
-  // ---- reads (run with an empty backlog) ----
+  // ---- the backlog ----
 
-  /** The k nearest live points, ascending by distance (ours), optionally filtered. */
+  /** Committed changes not yet in the graph: points to add, and deletes (a replacement counts once). */
+  get pendingChanges(): number {
+    let n = 0;
+    for (const j of this.backlog) n += j.labels.length - j.next + (j.deletesDone ? 0 : j.deletes.length - j.replaces);
+    return n;
+  }
+
+  /** Points queued for the graph (what its drain time is counted in). */
+  get pendingPoints(): number {
+    let n = 0;
+    for (const j of this.backlog) n += j.labels.length - j.next;
+    return n;
+  }
+
+  /**
+   * The committed vectors not yet in the graph, by label, as hnswlib will store them (unit length
+   * for cosine): the points of the queued jobs still to be added, less those a later job replaced
+   * or deleted.
+   */
+  unindexed(): Map<number, Float32Array> {
+    const out = new Map<number, Float32Array>();
+    const dim = this.dimension;
+    for (const job of this.backlog) {
+      if (job.next >= job.labels.length) continue;
+      let stored: Float32Array = job.values;
+      if (this.metric === 'cosine') {
+        if (!job.stored) {
+          job.stored = new Float32Array(job.labels.length * dim);
+          for (let i = 0; i < job.labels.length; i++) {
+            const row = job.rows[i]!;
+            job.stored.set(normalized(job.values.subarray(row * dim, row * dim + dim)), i * dim);
+          }
+        }
+        stored = job.stored;
+      }
+      for (let i = job.next; i < job.labels.length; i++) {
+        const label = job.labels[i]!;
+        if (!this.labelToId.has(label)) continue; // replaced or deleted since
+        const at = (job.stored ? i : job.rows[i]!) * dim;
+        out.set(label, stored.subarray(at, at + dim));
+      }
+    }
+    return out;
+  }
+
+  // ---- reads ----
+
+  /**
+   * The k nearest live points, ascending by distance (ours), optionally filtered. It never waits
+   * for the backlog: the graph answers for the points it holds (less those that queued jobs
+   * replace or delete), the points still queued are scanned exactly, and the two lists are merged
+   * by distance, computed alike (distance.ts). `unindexed` is how many queued points there were.
+   */
   search(
     query: Float32Array,
     k: number,
     filter: Filter | undefined,
     exactScanMax: number,
-  ): { labels: number[]; distances: number[]; strategy: 'graph' | 'filtered-graph' | 'exact' | 'empty' } {
-    const empty = { labels: [], distances: [], strategy: 'empty' as const };
-    if (this.indexLive === 0) return empty;
+  ): { labels: number[]; distances: number[]; strategy: 'graph' | 'filtered-graph' | 'exact' | 'empty'; unindexed: number } {
+    if (this.size === 0) return { labels: [], distances: [], strategy: 'empty', unindexed: 0 };
+    const pending = this.backlog.length > 0 ? this.unindexed() : new Map<number, Float32Array>();
+    const unindexed = pending.size;
+    // hnswlib holds cosine points at unit length; the query is brought to it too (for the scans).
+    const q = this.metric === 'cosine' ? normalized(query) : query;
     const point = Array.from(query);
-    if (filter === undefined) {
-      const want = Math.min(k, this.indexLive);
-      const found = this.graphSearch(point, want, this.hnsw.ef);
-      if (found.labels.length >= want) return { ...found, strategy: 'graph' };
-      return { ...this.exact(query, this.live, k), strategy: 'exact' };
+    let allowed: readonly number[] = this.live;
+    let strategy: 'graph' | 'filtered-graph' = 'graph';
+    let graphFilter: ((label: number) => boolean) | undefined;
+    let ef = this.hnsw.ef;
+    if (filter !== undefined) {
+      const match = compileFilter(filter);
+      const matching: number[] = [];
+      for (const label of this.live) if (match(this.props.get(label)!)) matching.push(label);
+      if (matching.length === 0) return { labels: [], distances: [], strategy: 'empty', unindexed };
+      if (matching.length <= exactScanMax) return { ...this.exact(q, matching, k, pending), strategy: 'exact', unindexed };
+      allowed = matching;
+      strategy = 'filtered-graph';
+      const set = new Set(matching);
+      graphFilter = (label) => set.has(label);
+      // Selective enough that the graph must look further for `k` matches: raise ef with the
+      // inverse of the fraction that matches (up to 8x).
+      const widen = Math.min(8, this.live.length / matching.length);
+      ef = Math.ceil(Math.max(this.hnsw.ef, Math.min(k, matching.length)) * widen);
+    } else if (this.backlog.some((j) => !j.deletesDone && j.deletes.length > 0)) {
+      // The graph still holds points that queued jobs replace or delete: only current ones count.
+      graphFilter = (label) => this.labelToId.has(label);
     }
-    const match = compileFilter(filter);
-    const allowed: number[] = [];
-    for (const label of this.live) if (match(this.props.get(label)!)) allowed.push(label);
-    if (allowed.length === 0) return empty;
-    if (allowed.length <= exactScanMax) return { ...this.exact(query, allowed, k), strategy: 'exact' };
-    // Selective enough that the graph must look further for `k` matches: raise ef with the
-    // inverse of the fraction that matches (up to 8x).
-    const want = Math.min(k, allowed.length);
-    const widen = Math.min(8, this.live.length / allowed.length);
-    const ef = Math.ceil(Math.max(this.hnsw.ef, want) * widen);
-    const set = new Set(allowed);
-    const found = this.graphSearch(point, want, ef, (label) => set.has(label));
-    if (found.labels.length >= want) return { ...found, strategy: 'filtered-graph' };
-    return { ...this.exact(query, allowed, k), strategy: 'exact' };
+    let inGraph = allowed.length;
+    const queued: number[] = [];
+    if (unindexed > 0) {
+      for (const label of allowed) if (pending.has(label)) queued.push(label);
+      inGraph -= queued.length;
+    }
+    const want = Math.min(k, inGraph);
+    let found: { labels: number[]; distances: number[] } = { labels: [], distances: [] };
+    if (want > 0) {
+      found = this.graphSearch(point, want, ef, graphFilter);
+      if (found.labels.length < want) return { ...this.exact(q, allowed, k, pending), strategy: 'exact', unindexed };
+    }
+    if (queued.length === 0) return { ...found, strategy, unindexed };
+    return { ...merge(found, this.exact(q, queued, k, pending), k), strategy, unindexed };
   }
 
   private graphSearch(point: number[], k: number, ef: number, filter?: (label: number) => boolean) {
@@ -308,17 +381,17 @@ export class Partition {
     }
   }
 
-  /** Exact k nearest among `labels`, from the graph's stored points. */
-  private exact(query: Float32Array, labels: readonly number[], k: number): { labels: number[]; distances: number[] } {
-    // hnswlib holds cosine points at unit length; the query is brought to it too.
-    const q = this.metric === 'cosine' ? normalized(query) : query;
+  /** Exact k nearest among `labels`: queued points from `pending`, the others from the graph's stored points. */
+  private exact(q: Float32Array, labels: readonly number[], k: number, pending: Map<number, Float32Array>): { labels: number[]; distances: number[] } {
     const scored: Array<{ label: number; d: number }> = [];
     for (const label of labels) {
-      let p: number[];
-      try {
-        p = this.index.getPoint(label);
-      } catch {
-        continue;
+      let p: ArrayLike<number> | undefined = pending.get(label);
+      if (!p) {
+        try {
+          p = this.index.getPoint(label);
+        } catch {
+          continue;
+        }
       }
       scored.push({ label, d: exactDistance(this.metric, q, p) });
     }
@@ -326,4 +399,22 @@ export class Partition {
     const top = scored.slice(0, k);
     return { labels: top.map((s) => s.label), distances: top.map((s) => s.d) };
   }
+}
+
+/** The k nearest of two ascending lists (the graph's first on a tie). */
+function merge(a: { labels: number[]; distances: number[] }, b: { labels: number[]; distances: number[] }, k: number) {
+  const labels: number[] = [];
+  const distances: number[] = [];
+  let i = 0;
+  let j = 0;
+  while (labels.length < k && (i < a.labels.length || j < b.labels.length)) {
+    if (j >= b.labels.length || (i < a.labels.length && a.distances[i]! <= b.distances[j]!)) {
+      labels.push(a.labels[i]!);
+      distances.push(a.distances[i++]!);
+    } else {
+      labels.push(b.labels[j]!);
+      distances.push(b.distances[j++]!);
+    }
+  }
+  return { labels, distances };
 }

@@ -1,7 +1,10 @@
 // The index worker's start-up: every partition's graph comes back from its checkpoint
 // (checkpoint.ts) plus a replay of the rows written after it, or, when there is no checkpoint it
 // can trust, is rebuilt from SQLite. SQLite is the store of record; a graph is only ever a copy
-// of it that is cheaper to reload than to rebuild.
+// of it that is cheaper to reload than to rebuild. Only the cheap part happens here (the
+// committed state, the checkpoint, tombstones for the rows gone since): the points the graph lacks
+// are queued as graph work, in sequence order, like any write's, so that the worker answers at
+// once and searches scan those points until they are in (Partition.search).
 import hnswlib from 'hnswlib-node';
 import { findCheckpoint, partitionIdentity, sweepCollectionDir, sweepRoot } from './checkpoint.js';
 import { SPACE } from './distance.js';
@@ -63,24 +66,27 @@ function recoverPartition(r: Recovery, record: CollectionRecord, tenant: string)
       reason = `hnswlib could not read the index file (${(err as Error).message})`;
     }
   }
-  if (partition) {
-    if (replayed > 0) r.log('info', `${where}: loaded its index checkpoint and replayed ${replayed} newer changes`);
-  } else {
-    partition = fillPartition(r.sql, record, tenant, undefined, -1)!.partition;
+  const p = partition ?? fillPartition(r.sql, record, tenant, undefined, -1)!.partition;
+  const queued = p.pendingPoints;
+  // Once the graph holds every row: the log line, and a checkpoint (now, when nothing was queued).
+  const finished = () => {
     const ms = Math.round(performance.now() - started);
-    if (found.ok || reason !== 'no checkpoint' || partition.size > 0) {
-      r.log('warn', `${where}: rebuilt its index from ${partition.size} stored vectors in ${ms} ms (${reason})`, {
-        collection: record.name,
-        vectors: partition.size,
-        ms,
-      });
+    if (partition) {
+      if (replayed > 0) r.log('info', `${where}: loaded its index checkpoint and replayed ${replayed} newer changes${queued > 0 ? ` (the graph took the ${queued} added points in ${ms} ms)` : ''}`);
+    } else if (found.ok || reason !== 'no checkpoint' || p.size > 0) {
+      r.log('warn', `${where}: rebuilt its index from ${p.size} stored vectors in ${ms} ms (${reason})`, { collection: record.name, vectors: p.size, ms });
     }
-  }
-  if (partition.dirty > 0) {
-    partition.unsavedSince = Date.now();
-    r.checkpoint(partition);
-  }
-  return partition;
+    if (p.dirty > 0) r.checkpoint(p);
+  };
+  if (p.dirty > 0 || queued > 0) p.unsavedSince = Date.now();
+  const last = p.backlog.at(-1);
+  if (last) {
+    if (!partition && (found.ok || reason !== 'no checkpoint' || p.size > 0)) {
+      r.log('warn', `${where}: rebuilding its index from ${p.size} stored vectors in the background (${reason}); searches scan the vectors not in it yet`);
+    }
+    last.done = finished;
+  } else finished();
+  return p;
 }
 
 /**
@@ -98,23 +104,14 @@ function fillPartition(sql: VectorStatements, record: CollectionRecord, tenant: 
   const p = new Partition(record.id, tenant, record.metric, record.dimension, record.hnsw, graph);
   const inGraph = index ? new Set(index.getIdsList()) : new Set<number>();
   let old = 0;
-  let replayed = 0;
-  let maxSeq = Math.max(0, since);
-  // Rebuilding, points go into the fresh graph as they are read. Replaying, they wait until the
-  // stale labels are tombstoned, so that they can take over those slots (and the graph's room
-  // is counted right); there are at most the changes since the checkpoint.
-  const batch: Array<{ label: number; values: Float32Array }> = [];
+  // The points the graph lacks (all of them when rebuilding) are queued after the stale labels
+  // are tombstoned, so that they can take over those slots.
+  const batch: Array<{ label: number; seq: number; values: Float32Array }> = [];
   for (const row of sql.loadPartition.iterate(since, record.id, tenant) as IterableIterator<RecoveryRow>) {
     p.commitPut(row.id, row.label, JSON.parse(row.properties) as Properties);
-    if (row.seq > maxSeq) maxSeq = row.seq;
     if (row.vec) {
       if (inGraph.has(row.label)) return undefined;
-      batch.push({ label: row.label, values: blobToFloats(row.vec) });
-      if (!index && batch.length >= 1024) {
-        p.bulkAdd(batch);
-        replayed += batch.length;
-        batch.length = 0;
-      }
+      batch.push({ label: row.label, seq: row.seq, values: blobToFloats(row.vec) });
     } else {
       if (!inGraph.has(row.label)) return undefined;
       old++;
@@ -133,10 +130,34 @@ function fillPartition(sql: VectorStatements, record: CollectionRecord, tenant: 
       }
     }
   }
-  p.bulkAdd(batch);
-  replayed += batch.length;
-  p.appliedSeq = maxSeq;
-  p.dirty = replayed + tombstoned;
+  // In sequence order, in jobs of a few thousand points: a checkpoint written between two of them
+  // (appliedSeq: the last one's highest seq) then holds every row up to that seq.
+  batch.sort((a, b) => a.seq - b.seq);
+  const dim = record.dimension;
+  const queuedAt = Date.now();
+  for (let at = 0; at < batch.length; at += REPLAY_JOB_POINTS) {
+    const part = batch.slice(at, at + REPLAY_JOB_POINTS);
+    const values = new Float32Array(part.length * dim);
+    part.forEach((point, i) => values.set(point.values, i * dim));
+    p.backlog.push({
+      kind: 'apply',
+      seq: part[part.length - 1]!.seq,
+      deletes: [],
+      replaces: 0,
+      labels: part.map((point) => point.label),
+      rows: part.map((_, i) => i),
+      values,
+      next: 0,
+      deletesDone: true,
+      queuedAt,
+    });
+    p.backlogFloats += values.length;
+  }
+  p.appliedSeq = Math.max(0, since);
+  p.dirty = tombstoned;
   p.index.setEf(record.hnsw.ef);
-  return { partition: p, replayed: replayed + tombstoned };
+  return { partition: p, replayed: batch.length + tombstoned };
 }
+
+/** Points per queued job of a replay or rebuild. */
+const REPLAY_JOB_POINTS = 4096;

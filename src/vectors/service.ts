@@ -179,6 +179,7 @@ export class VectorService {
         compactMinTombstones: config.compactMinTombstones,
         exactScanMax: config.exactScanMax,
         maxBacklogFloats: config.maxBacklogFloats,
+        maxBacklogSeconds: config.maxBacklogSeconds,
         nice: config.indexNice,
       },
       log,

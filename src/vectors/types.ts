@@ -102,6 +102,8 @@ export interface SearchResult {
   hits: SearchHit[];
   /** How the search was answered, for the log and the tests. */
   strategy: 'graph' | 'filtered-graph' | 'exact' | 'empty';
+  /** Committed vectors of the partition not yet in its graph, scanned exactly for this answer. */
+  unindexed: number;
 }
 
 export interface SampleRequest {
@@ -181,6 +183,8 @@ export interface CollectionGauges {
   collectionId: number;
   /** Vector changes committed but not yet in the graphs. */
   pending: number;
+  /** How long the collection's queued graph work would take at the measured insert rate. */
+  backlogSeconds: number;
   /** Seconds since the collection's graphs were last all checkpointed; 0 while they are. */
   checkpointAgeSeconds: number;
 }
@@ -203,6 +207,8 @@ export interface WorkerSettings {
   compactMinTombstones: number;
   exactScanMax: number;
   maxBacklogFloats: number;
+  /** Queued graph work (seconds at the measured insert rate) beyond which upserts wait; undefined: no such bound. */
+  maxBacklogSeconds?: number;
   /** Nice value for the worker thread (lowerThreadPriority). */
   nice: number;
 }
@@ -226,7 +232,7 @@ export type WorkerOps = {
   adoptCollection: [CollectionRecord, CachedCollection];
   /** Replicas on PostgreSQL: applies rows of the shared store; answers the sequence number reached. */
   applyLog: [LogBatch, { appliedSeq: number }];
-  /** Replicas on PostgreSQL: resolves once the queued graph work is under VECTOR_MAX_BACKLOG_FLOATS. */
+  /** Replicas on PostgreSQL: resolves once the queued graph work is under its bounds (VECTOR_MAX_BACKLOG_SECONDS, VECTOR_MAX_BACKLOG_FLOATS). */
   room: [Record<string, never>, Record<string, never>];
   /** Replicas on PostgreSQL: the ids of a tenant's vectors whose properties match (a delete by filter). */
   idsWhere: [{ collectionId: number; tenant: string; filter: Filter }, { ids: string[]; asOf: number }];

@@ -3,9 +3,11 @@
 //
 // Writes: one SQLite transaction per request (synchronous FULL, so the commit is durable), then
 // the answer, then the graph changes, queued per partition and applied in slices of a few
-// milliseconds between incoming messages. A read waits behind the changes queued for its own
-// partition before it, so a client always sees its acknowledged writes; other partitions are not
-// held up. If the queue grows past maxBacklogFloats, upserts are answered only once it shrinks.
+// milliseconds between incoming messages. A search never waits for them: it asks the graph for
+// what it holds and scans the points still queued for its partition exactly (partition.ts), so a
+// client always sees its acknowledged writes at once. If the queue would take longer than
+// maxBacklogSeconds to drain (at the measured graph insert rate) or holds more than
+// maxBacklogFloats, upserts are answered only once it shrinks.
 // A delete by filter is a delete of the ids that match; an import is a collection and all its
 // rows in one transaction. Count and scroll read the committed state (SQLite and the properties
 // held in memory), so they need not wait for the graph.
@@ -17,7 +19,7 @@ import fs from 'node:fs';
 import type Database from 'better-sqlite3';
 import { collectionDir, partitionIdentity, removeCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { compileFilter } from './filter.js';
-import { Partition, type ApplyJob, type ReadJob } from './partition.js';
+import { Partition, type ApplyJob } from './partition.js';
 import { recoverCollections, type CollectionState } from './recovery.js';
 import { blobToFloats, collectionFromRow, type CollectionRow } from './rows.js';
 import { openWorkerDatabase, prepareStatements, type VectorStatements } from './tables.js';
@@ -73,9 +75,16 @@ export class VectorIndex {
     this.sql = prepareStatements(this.db);
   }
 
-  /** Loads every collection's partitions (recovery.ts): checkpoint plus replay, or a rebuild. */
+  /**
+   * Loads every collection's partitions (recovery.ts): a checkpoint, or an empty graph, with the
+   * rows it lacks queued as graph work like any write's, so that searches answer meanwhile.
+   */
   load(): void {
     recoverCollections({ settings: this.settings, sql: this.sql, log: this.log, checkpoint: (p) => this.checkpoint(p) }, this.collections);
+    for (const c of this.collections.values()) {
+      for (const p of c.partitions.values()) if (p.backlog.length > 0) this.busy.add(p);
+    }
+    this.schedulePump();
   }
 
   // ---- collections ----
@@ -118,9 +127,6 @@ export class VectorIndex {
     for (const p of c.partitions.values()) {
       clearTimeout(p.idleTimer);
       this.busy.delete(p);
-      for (const job of p.backlog) {
-        if (job.kind === 'read') job.fail(new VectorStoreError('not_found', `the vector collection "${c.record.name}" was deleted`, 'collection_name'));
-      }
       p.backlog.length = 0;
     }
     this.db.transaction(() => {
@@ -206,7 +212,10 @@ export class VectorIndex {
       const p = parts[i]!;
       const job = applyJobFor(jobs, p, batch.values);
       const old = p.idToLabel.get(batch.ids[i]!);
-      if (old !== undefined) job.deletes.push(old);
+      if (old !== undefined) {
+        job.deletes.push(old);
+        job.replaces++;
+      }
       p.commitPut(batch.ids[i]!, labels[i]!, batch.properties[i] ?? {});
       job.labels.push(labels[i]!);
       job.rows.push(i);
@@ -215,10 +224,19 @@ export class VectorIndex {
     for (const [p, job] of jobs) this.enqueue(p, job, job.labels.length * c.record.dimension);
   }
 
-  /** Answers a write at once, or once the graph backlog is back under maxBacklogFloats. */
+  /**
+   * Answers a write at once, or once the graph backlog is back under its bounds: at most
+   * maxBacklogSeconds of graph work at the measured insert rate, and at most maxBacklogFloats.
+   */
   private whenBacklogAllows<T>(result: T): T | Promise<T> {
-    if (this.backlogFloats() <= this.settings.maxBacklogFloats) return result;
-    return new Promise((resolve) => this.waiters.push({ ready: () => this.backlogFloats() <= this.settings.maxBacklogFloats, resolve: () => resolve(result) }));
+    if (this.backlogAllows()) return result;
+    return new Promise((resolve) => this.waiters.push({ ready: () => this.backlogAllows(), resolve: () => resolve(result) }));
+  }
+
+  private backlogAllows(): boolean {
+    if (this.backlogFloats() > this.settings.maxBacklogFloats) return false;
+    const bound = this.settings.maxBacklogSeconds;
+    return bound === undefined || this.backlogSeconds() <= bound;
   }
 
   delete(collectionId: number, keys: VectorKey[]): { numDeleted: number } {
@@ -267,6 +285,29 @@ export class VectorIndex {
   private backlogFloats(): number {
     let total = 0;
     for (const p of this.busy) total += p.backlogFloats;
+    return total;
+  }
+
+  /**
+   * How long the queued graph work would take at the measured insert rates (a partition not
+   * measured yet counts at the mean of those that are; 0 before any is). One thread applies every
+   * partition's work, so the times add up.
+   */
+  private backlogSeconds(partitions: Iterable<Partition> = this.busy): number {
+    let measured = 0;
+    let sum = 0;
+    for (const c of this.collections.values()) {
+      for (const p of c.partitions.values()) {
+        if (p.insertSeconds !== undefined) {
+          measured++;
+          sum += p.insertSeconds;
+        }
+      }
+    }
+    if (measured === 0) return 0;
+    const mean = sum / measured;
+    let total = 0;
+    for (const p of partitions) total += p.pendingPoints * (p.insertSeconds ?? mean);
     return total;
   }
 
@@ -340,7 +381,10 @@ export class VectorIndex {
     for (const put of puts) {
       const job = applyJobFor(jobs, put.p, b.values);
       const old = put.p.idToLabel.get(put.id);
-      if (old !== undefined) job.deletes.push(old);
+      if (old !== undefined) {
+        job.deletes.push(old);
+        job.replaces++;
+      }
       put.p.commitPut(put.id, put.label, put.properties);
       job.labels.push(put.label);
       job.rows.push(put.row);
@@ -351,8 +395,8 @@ export class VectorIndex {
       if (label !== undefined) applyJobFor(jobs, p, NO_VALUES).deletes.push(label);
     }
     for (const [p, job] of jobs) this.enqueue(p, job, job.labels.length * dim);
-    // Answered at once: reads of this collection wait for its own graph work (afterBacklog), not
-    // for other collections'. The follower asks for `room` before it pulls a next page.
+    // Answered at once: searches scan what the graph does not hold yet (Partition.search). The
+    // follower asks for `room` before it pulls a next page.
     return { appliedSeq: c.lastSeq };
   }
 
@@ -371,42 +415,24 @@ export class VectorIndex {
 
   // ---- reads ----
 
-  /** Runs `fn` once the partition's queued changes are in its graph. */
-  private afterBacklog<T>(p: Partition, fn: () => T): T | Promise<T> {
-    if (p.backlog.length === 0) return fn();
-    return new Promise<T>((resolve, reject) => {
-      const job: ReadJob = {
-        kind: 'read',
-        run: () => {
-          try {
-            resolve(fn());
-          } catch (err) {
-            reject(err);
-          }
-        },
-        fail: reject,
-      };
-      p.backlog.push(job);
-      this.busy.add(p);
-      this.schedulePump();
-    });
-  }
-
-  search(req: SearchRequest): SearchResult | Promise<SearchResult> {
+  /**
+   * Answered at once, never behind the partition's queued graph work: the graph answers for the
+   * points it holds and the queued points are scanned exactly and merged (Partition.search), so
+   * every acknowledged write is reflected.
+   */
+  search(req: SearchRequest): SearchResult {
     const c = this.collection(req.collectionId);
     const p = c.partitions.get(req.tenant);
-    if (!p) return { hits: [], strategy: 'empty' };
-    return this.afterBacklog(p, () => {
-      const found = p.search(req.query, req.k, req.filter, this.settings.exactScanMax);
-      const hits = found.labels.map((label, i) => {
-        const id = p.labelToId.get(label)!;
-        const hit: SearchResult['hits'][number] = { id, distance: found.distances[i]! };
-        if (req.includeVector) hit.values = blobToFloats(this.sql.vec.get(c.record.id, p.tenant, id) as Buffer);
-        if (req.properties) hit.properties = project(p.props.get(label)!, req.properties);
-        return hit;
-      });
-      return { hits, strategy: found.strategy };
+    if (!p) return { hits: [], strategy: 'empty', unindexed: 0 };
+    const found = p.search(req.query, req.k, req.filter, this.settings.exactScanMax);
+    const hits = found.labels.map((label, i) => {
+      const id = p.labelToId.get(label)!;
+      const hit: SearchResult['hits'][number] = { id, distance: found.distances[i]! };
+      if (req.includeVector) hit.values = blobToFloats(this.sql.vec.get(c.record.id, p.tenant, id) as Buffer);
+      if (req.properties) hit.properties = project(p.props.get(label)!, req.properties);
+      return hit;
     });
+    return { hits, strategy: found.strategy, unindexed: found.unindexed };
   }
 
   sample(req: SampleRequest): SampledVector[] {
@@ -486,7 +512,7 @@ export class VectorIndex {
       if (p.size > 0) stats.tenants++;
       stats.indexed += p.indexLive;
       stats.tombstones += p.tombstones;
-      stats.pending += p.backlog.reduce((n, j) => n + (j.kind === 'apply' ? j.labels.length - j.next + (j.deletesDone ? 0 : j.deletes.length) : 0), 0);
+      stats.pending += p.pendingChanges;
       stats.compacting ||= p.compaction !== undefined;
     }
     return stats;
@@ -498,7 +524,12 @@ export class VectorIndex {
     return [...this.collections.values()].map((c) => {
       let oldest = now;
       for (const p of c.partitions.values()) if (p.unsavedSince !== undefined && p.unsavedSince < oldest) oldest = p.unsavedSince;
-      return { collectionId: c.record.id, pending: this.stats(c.record.id).pending, checkpointAgeSeconds: (now - oldest) / 1000 };
+      return {
+        collectionId: c.record.id,
+        pending: this.stats(c.record.id).pending,
+        backlogSeconds: this.backlogSeconds(c.partitions.values()),
+        checkpointAgeSeconds: (now - oldest) / 1000,
+      };
     });
   }
 
@@ -549,13 +580,9 @@ export class VectorIndex {
     for (const p of [...this.busy]) {
       while (p.backlog.length > 0) {
         const job = p.backlog[0]!;
-        if (job.kind === 'read') {
-          p.backlog.shift();
-          job.run();
-          continue;
-        }
         if (!p.applySlice(job, SLICE_MS)) break;
         p.backlog.shift();
+        job.done?.();
         this.afterApply(p);
         if (performance.now() - started > SLICE_MS) break;
       }
@@ -575,7 +602,7 @@ export class VectorIndex {
   private afterApply(p: Partition): void {
     if (p.dirty >= this.settings.checkpointChanges) this.checkpoint(p);
     // A job that changed nothing in the graph leaves nothing to save.
-    if (p.dirty === 0 && !p.backlog.some((j) => j.kind === 'apply')) p.unsavedSince = undefined;
+    if (p.dirty === 0 && p.backlog.length === 0) p.unsavedSince = undefined;
     if (p.backlog.length <= 1 && p.needsCompaction(this.settings.compactMinTombstones)) {
       this.log('info', `vector collection ${p.collectionId}: compacting a tenant's index (${p.tombstones} tombstones, ${p.indexLive} live)`);
       p.startCompaction();
@@ -615,8 +642,7 @@ export class VectorIndex {
       }
       p.dirty = 0;
       // Between two jobs: what is still queued has been unsaved since the oldest of them was committed.
-      const queued = p.backlog.find((j): j is ApplyJob => j.kind === 'apply');
-      p.unsavedSince = queued?.queuedAt;
+      p.unsavedSince = p.backlog[0]?.queuedAt;
     } catch (err) {
       // The rows are safe in SQLite; the next start replays more. Say so and carry on.
       this.log('error', `vector collection "${c.record.name}": could not write an index checkpoint: ${(err as Error).message}`);
@@ -628,7 +654,7 @@ export class VectorIndex {
 function applyJobFor(jobs: Map<Partition, ApplyJob>, p: Partition, values: Float32Array): ApplyJob {
   let job = jobs.get(p);
   if (!job) {
-    job = { kind: 'apply', seq: 0, deletes: [], labels: [], rows: [], values, next: 0, deletesDone: false, queuedAt: Date.now() };
+    job = { kind: 'apply', seq: 0, deletes: [], replaces: 0, labels: [], rows: [], values, next: 0, deletesDone: false, queuedAt: Date.now() };
     jobs.set(p, job);
   }
   return job;
