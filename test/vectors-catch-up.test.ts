@@ -10,27 +10,11 @@ import { VectorIndex } from '../src/vectors/vector-index.js';
 import type { Filter, LogFn, Metric, NewCollection, Properties, SearchResult, WorkerSettings } from '../src/vectors/types.js';
 import { tempDir } from './helpers/paths.js';
 import { rng } from './helpers/random.js';
-import { vectorTestHost, randomVectors as randomRows } from './helpers/vectors.js';
+import { loadedVectorIndex, vectorTestHost, randomVectors as randomRows } from './helpers/vectors.js';
 
-function engine(dataDir: string, logs: string[], overrides: Partial<WorkerSettings> = {}): VectorIndex {
-  const log: LogFn = (level, msg) => logs.push(`${level}: ${msg}`);
-  const e = new VectorIndex(
-    {
-      dbPath: path.join(dataDir, 'platform.db'),
-      indexDir: path.join(dataDir, 'vectors'),
-      checkpointChanges: 1_000_000,
-      checkpointIdleMs: 0,
-      compactMinTombstones: 1_000_000,
-      exactScanMax: 300,
-      maxBacklogFloats: 1 << 30,
-      nice: 0,
-      ...overrides,
-    },
-    log,
-  );
-  e.load();
-  return e;
-}
+/** This file's index: larger exact scans and backlog than the unit tests'. */
+const engine = (dataDir: string, logs: string[], overrides: Partial<WorkerSettings> = {}): VectorIndex =>
+  loadedVectorIndex(dataDir, logs, { exactScanMax: 300, maxBacklogFloats: 1 << 30, ...overrides });
 
 function randomVectors(n: number, dim: number, seed: number): Float32Array {
   const r = rng(seed);

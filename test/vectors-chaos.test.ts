@@ -10,6 +10,7 @@ import { ApiKeyStore } from '../src/auth/api-keys.js';
 import { openStore } from '../src/store/store.js';
 import { apiClient, type Api } from './helpers/api.js';
 import { spawnHost, type ChildHost } from './helpers/child-host.js';
+import { tokenOn } from './helpers/cluster.js';
 import { tempDir } from './helpers/paths.js';
 import { rng } from './helpers/random.js';
 
@@ -49,13 +50,7 @@ describe('vector store chaos', () => {
       const t0 = performance.now();
       const host = await spawnHost(env);
       hosts.push(host);
-      const res = await fetch(`${host.url}/api/v1/authentication/platform-api-key`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ platformApiKey: key }),
-      });
-      const { accessToken } = (await res.json()) as { accessToken: string };
-      return { host, api: apiClient(host.url, accessToken), startedMs: performance.now() - t0 };
+      return { host, api: apiClient(host.url, await tokenOn(host.url, key)), startedMs: performance.now() - t0 };
     };
 
     const r = rng(2222);

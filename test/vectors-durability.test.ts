@@ -11,6 +11,7 @@ import { openStore } from '../src/store/store.js';
 import { apiClient, type Api } from './helpers/api.js';
 import { rng } from './helpers/random.js';
 import { spawnHost, type ChildHost } from './helpers/child-host.js';
+import { tokenOn } from './helpers/cluster.js';
 import { tempDir } from './helpers/paths.js';
 
 const hosts: ChildHost[] = [];
@@ -34,13 +35,8 @@ async function newDataDir(): Promise<{ dataDir: string; key: string }> {
 async function start(dataDir: string, key: string, env: Record<string, string> = {}): Promise<{ host: ChildHost; api: Api; token: string }> {
   const host = await spawnHost({ DATA_DIR: dataDir, ...env });
   hosts.push(host);
-  const res = await fetch(`${host.url}/api/v1/authentication/platform-api-key`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ platformApiKey: key }),
-  });
-  const { accessToken } = (await res.json()) as { accessToken: string };
-  return { host, api: apiClient(host.url, accessToken), token: accessToken };
+  const token = await tokenOn(host.url, key);
+  return { host, api: apiClient(host.url, token), token };
 }
 
 async function stop(host: ChildHost, signal: NodeJS.Signals): Promise<void> {

@@ -14,6 +14,7 @@ import { Partition, type ApplyJob } from '../src/vectors/partition.js';
 import type { LogFn, NewCollection, WorkerSettings } from '../src/vectors/types.js';
 import { rng } from './helpers/random.js';
 import { tempDir } from './helpers/paths.js';
+import { loadedVectorIndex } from './helpers/vectors.js';
 
 function filterError(value: unknown): { message: string; param: string | null } {
   try {
@@ -209,25 +210,7 @@ describe('checkpoint files', () => {
 });
 
 describe('engine', () => {
-  function engine(dataDir: string, logs: string[], overrides: Partial<WorkerSettings> = {}): VectorIndex {
-    const log: LogFn = (level, msg) => logs.push(`${level}: ${msg}`);
-    const e = new VectorIndex(
-      {
-        dbPath: path.join(dataDir, 'platform.db'),
-        indexDir: path.join(dataDir, 'vectors'),
-        checkpointChanges: 1_000_000,
-        checkpointIdleMs: 0,
-        compactMinTombstones: 1_000_000,
-        exactScanMax: 100,
-        maxBacklogFloats: 1 << 24,
-        nice: 0,
-        ...overrides,
-      },
-      log,
-    );
-    e.load();
-    return e;
-  }
+  const engine = loadedVectorIndex;
   const spec: NewCollection = { name: 'docs', dimension: 4, metric: 'l2', description: '', multiTenant: true, hnsw: HNSW };
 
   it('reloads from a checkpoint plus newer rows, and rebuilds when the checkpoint is gone', async () => {

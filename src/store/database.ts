@@ -13,10 +13,10 @@ export const DATABASE_FILE = 'platform.db';
 
 export class DatabaseError extends Error {}
 
-export function openDatabase(dataDir: string, migrations: readonly Migration[] = defaultMigrations): Db {
+export function openDatabase(dataDir: string, migrations: readonly Migration[] = defaultMigrations, file = DATABASE_FILE): Db {
   privateDir(dataDir);
-  privateSqliteFile(path.join(dataDir, DATABASE_FILE));
-  const db = new Database(path.join(dataDir, DATABASE_FILE));
+  privateSqliteFile(path.join(dataDir, file));
+  const db = new Database(path.join(dataDir, file));
   try {
     db.pragma('journal_mode = WAL');
     // FULL: an acknowledged write survives power loss, not only a process crash.

@@ -4,12 +4,11 @@
 // DATA_DIR reused against a new DATABASE_URL) is never mistaken for this one's: it is removed.
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import type { FastifyBaseLogger } from 'fastify';
-import { migrate, type Db } from '../store/database.js';
+import { openDatabase, type Db } from '../store/database.js';
 import { migrations } from '../store/migrations.js';
 import type { SharedVectorLog } from './shared-log.js';
-import { privateDir, privateSqliteFile } from '../store/private-files.js';
+import { privateDir } from '../store/private-files.js';
 
 const VECTOR_TABLES = migrations.filter((m) => m.name === 'vector_store');
 
@@ -30,18 +29,7 @@ export async function openVectorCache(dataDir: string, log: SharedVectorLog, log
     fs.rmSync(path.join(root, entry), { recursive: true, force: true });
   }
   const dir = path.join(root, identity);
-  privateDir(dir);
-  privateSqliteFile(path.join(dir, 'cache.db'));
-  const db = new Database(path.join(dir, 'cache.db'));
-  try {
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
-    db.pragma('foreign_keys = ON');
-    db.pragma('busy_timeout = 5000');
-    migrate(db, VECTOR_TABLES);
-  } catch (err) {
-    db.close();
-    throw err;
-  }
+  // The one-box store's file settings (WAL, synchronous FULL), with only the vector tables.
+  const db = openDatabase(dir, VECTOR_TABLES, 'cache.db');
   return { db, dir };
 }

@@ -117,11 +117,6 @@ export class LogFollower {
     return [...this.followed.values()].map((f) => ({ name: f.record.name, applied: f.copy.applied, head: Math.max(f.copy.head, f.copy.applied) }));
   }
 
-  /** Each followed collection's changes not yet in the cache, as last seen. */
-  lag(): Array<{ name: string; changes: number }> {
-    return [...this.followed.values()].map((f) => ({ name: f.record.name, changes: Math.max(0, f.copy.head - f.copy.applied) }));
-  }
-
   /** A notification from a write: the collection has new rows. */
   notified(payload: string): void {
     const id = Number(payload);

@@ -195,7 +195,7 @@ export class VectorService {
         collections: () => this.stmt.counts.all() as Array<{ id: number; name: string; vectorCount: number }>,
         gauges: () => this.workerGauges(),
         exportsOpen: () => this.exportsOpen,
-        ...(shared ? { replicaLag: () => this.follower?.lag() ?? [] } : {}),
+        ...(shared ? { replicaLag: () => (this.follower?.copies() ?? []).map((c) => ({ name: c.name, changes: c.head - c.applied })) } : {}),
       });
     }
     for (const row of this.stmt.all.all() as CollectionRow[]) {
@@ -415,6 +415,7 @@ export class VectorService {
     }
     if (this.shared) {
       const c = this.byId(batch.collectionId);
+      if (!c) throw notFound('the vector collection was deleted while this request was on its way', 'collection_name');
       const { seq } = await this.shared.upsert(batch, c.dimension);
       note?.(seq);
       this.follower!.notified(String(c.id));
@@ -422,18 +423,13 @@ export class VectorService {
       return { num_affected: batch.ids.length };
     }
     const res = await this.worker.call('upsert', batch, [batch.values.buffer as ArrayBuffer]);
-    const name = this.nameOf(batch.collectionId);
+    const name = this.byId(batch.collectionId)?.name;
     if (name !== undefined) this.metrics?.upsert(name, res.numAffected, (performance.now() - started) / 1000);
     return { num_affected: res.numAffected };
   }
 
-  private byId(collectionId: number): CollectionRecord {
+  private byId(collectionId: number): CollectionRecord | undefined {
     for (const c of this.byName.values()) if (c.id === collectionId) return c;
-    throw notFound('the vector collection was deleted while this request was on its way', 'collection_name');
-  }
-
-  private nameOf(collectionId: number): string | undefined {
-    for (const c of this.byName.values()) if (c.id === collectionId) return c.name;
     return undefined;
   }
 

@@ -1,6 +1,9 @@
 // The set-up of the vector store's integration tests: the real app in the test's own process
 // (hostForTests, with LOG_LEVEL=warn), a scroll followed to its end, an import streamed without a
-// length, and seeded random vectors.
+// length, seeded random vectors, and the index worker's VectorIndex on its own (unit tests).
+import path from 'node:path';
+import { VectorIndex } from '../../src/vectors/vector-index.js';
+import type { LogFn, WorkerSettings } from '../../src/vectors/types.js';
 import { hostForTests, type HostEnv, type HostForTests } from './in-process-host.js';
 import { rng } from './random.js';
 
@@ -63,4 +66,28 @@ export function vectorTestHost(env: HostEnv = {}): VectorTestHost {
 export function randomVectors(n: number, dim: number, seed: number): number[][] {
   const r = rng(seed);
   return Array.from({ length: n }, () => Array.from({ length: dim }, () => r() * 2 - 1));
+}
+
+/**
+ * A VectorIndex on `dataDir`'s store (migrated beforehand), loaded, logging into `logs`: no
+ * checkpoints or compactions unless `overrides` asks for them.
+ */
+export function loadedVectorIndex(dataDir: string, logs: string[], overrides: Partial<WorkerSettings> = {}): VectorIndex {
+  const log: LogFn = (level, msg) => logs.push(`${level}: ${msg}`);
+  const index = new VectorIndex(
+    {
+      dbPath: path.join(dataDir, 'platform.db'),
+      indexDir: path.join(dataDir, 'vectors'),
+      checkpointChanges: 1_000_000,
+      checkpointIdleMs: 0,
+      compactMinTombstones: 1_000_000,
+      exactScanMax: 100,
+      maxBacklogFloats: 1 << 24,
+      nice: 0,
+      ...overrides,
+    },
+    log,
+  );
+  index.load();
+  return index;
 }
