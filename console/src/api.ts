@@ -101,33 +101,7 @@ export interface RequestOptions {
 
 /** A call with the token; a refusal throws the host's own message as an ApiError. */
 export async function api<T>(method: string, url: string, options: RequestOptions = {}): Promise<T> {
-  const token = readToken();
-  if (!token) {
-    endSession(SESSION_EXPIRED);
-    throw new ApiError(401, 'unauthenticated', SESSION_EXPIRED, null);
-  }
-  const headers: Record<string, string> = { authorization: `Bearer ${token.accessToken}` };
-  let body: BodyInit | undefined;
-  if (options.json !== undefined) {
-    headers['content-type'] = 'application/json';
-    body = JSON.stringify(options.json);
-  } else if (options.bytes !== undefined) {
-    headers['content-type'] = 'application/octet-stream';
-    body = options.bytes;
-  }
-  let res: Response;
-  try {
-    res = await fetch(url, { method, headers, body, ...(options.signal ? { signal: options.signal } : {}) });
-  } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err;
-    throw new ApiError(0, 'network', 'the host cannot be reached; is it running?', null);
-  }
-  if (res.status === 401) {
-    const err = await errorOf(res);
-    endSession(SESSION_EXPIRED);
-    throw err;
-  }
-  if (!res.ok) throw await errorOf(res);
+  const res = await apiResponse(method, url, options);
   if (res.status === 204) return undefined as T;
   return (await res.json()) as T;
 }
@@ -150,6 +124,9 @@ export async function apiResponse(method: string, url: string, options: RequestO
   if (options.json !== undefined) {
     headers['content-type'] = 'application/json';
     body = JSON.stringify(options.json);
+  } else if (options.bytes !== undefined) {
+    headers['content-type'] = 'application/octet-stream';
+    body = options.bytes;
   }
   let res: Response;
   try {

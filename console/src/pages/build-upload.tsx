@@ -128,38 +128,24 @@ export function BuildUploadPage({ modelId }: { modelId: string | undefined }) {
           {file ? <p class="help">{`${file.name}, ${bytes(file.size)}`}</p> : null}
           {fileError ? <p class="error">{fileError}</p> : null}
         </div>
-        <div class="field">
-          <label for="build-features">Feature names (optional)</label>
-          <input
-            id="build-features"
-            value={features}
-            spellcheck={false}
-            placeholder="amount, age, country"
-            onInput={(e) => setFeatures((e.target as HTMLInputElement).value)}
-            aria-invalid={featureError ? true : undefined}
-            aria-describedby="build-features-help"
-          />
-          <p class="help" id="build-features-help">
-            Comma-separated, in the order of the model's input columns. Predict requests name their columns with them.
-          </p>
-          {featureError ? <p class="error">{featureError}</p> : null}
-        </div>
-        <div class="field">
-          <label for="build-outputs">Output names (optional)</label>
-          <input
-            id="build-outputs"
-            value={outputs}
-            spellcheck={false}
-            placeholder="score"
-            onInput={(e) => setOutputs((e.target as HTMLInputElement).value)}
-            aria-invalid={outputError ? true : undefined}
-            aria-describedby="build-outputs-help"
-          />
-          <p class="help" id="build-outputs-help">
-            Comma-separated names for the model's outputs, as the answers will carry them.
-          </p>
-          {outputError ? <p class="error">{outputError}</p> : null}
-        </div>
+        <NamesField
+          id="build-features"
+          label="Feature names (optional)"
+          placeholder="amount, age, country"
+          help="Comma-separated, in the order of the model's input columns. Predict requests name their columns with them."
+          value={features}
+          setValue={setFeatures}
+          error={featureError}
+        />
+        <NamesField
+          id="build-outputs"
+          label="Output names (optional)"
+          placeholder="score"
+          help="Comma-separated names for the model's outputs, as the answers will carry them."
+          value={outputs}
+          setValue={setOutputs}
+          error={outputError}
+        />
         {elsewhere ? <ErrorNote error={error} /> : null}
         <button type="submit" disabled={busy || !models.data}>
           {busy ? 'Uploading…' : 'Upload build'}
@@ -192,5 +178,36 @@ export function BuildUploadPage({ modelId }: { modelId: string | undefined }) {
         </div>
       ) : null}
     </section>
+  );
+}
+
+/** A comma-separated list of names (features, outputs), with its help and the host's refusal. */
+function NamesField(props: {
+  id: string;
+  label: string;
+  placeholder: string;
+  help: string;
+  value: string;
+  setValue: (value: string) => void;
+  error: string | undefined;
+}) {
+  const { id, error } = props;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <input
+        id={id}
+        value={props.value}
+        spellcheck={false}
+        placeholder={props.placeholder}
+        onInput={(e) => props.setValue((e.target as HTMLInputElement).value)}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={`${id}-help`}
+      />
+      <p class="help" id={`${id}-help`}>
+        {props.help}
+      </p>
+      {error ? <p class="error">{error}</p> : null}
+    </div>
   );
 }

@@ -274,34 +274,16 @@ function DeployForm({
             </p>
           )}
         </div>
-        <div class="field small">
-          <label for="deploy-instance-type">Instance type</label>
-          <select
-            id="deploy-instance-type"
-            value={instanceType}
-            onChange={(e) => setInstanceType((e.target as HTMLSelectElement).value)}
-            aria-invalid={typeError ? 'true' : undefined}
-            aria-describedby={typeError ? 'deploy-instance-type-error' : undefined}
-          >
-            <option value="cpu">cpu</option>
-            <option value="cuda">cuda</option>
-          </select>
-        </div>
-        <div class="field small">
-          <label for="deploy-threads">Threads</label>
-          <input
-            id="deploy-threads"
-            placeholder="default"
-            type="number"
-            min={1}
-            max={1024}
-            inputMode="numeric"
-            value={threads}
-            onInput={(e) => setThreads((e.target as HTMLInputElement).value)}
-            aria-invalid={threadsError ? 'true' : undefined}
-            aria-describedby={threadsError ? 'deploy-threads-error' : undefined}
-          />
-        </div>
+        <InstanceFields
+          typeId="deploy-instance-type"
+          threadsId="deploy-threads"
+          type={instanceType}
+          setType={setInstanceType}
+          threads={threads}
+          setThreads={setThreads}
+          typeError={typeError}
+          threadsError={threadsError}
+        />
       </div>
       {typeError ? (
         <p class="error" id="deploy-instance-type-error" role="alert">
@@ -323,6 +305,55 @@ function DeployForm({
         </button>
       </div>
     </form>
+  );
+}
+
+/**
+ * The instance type and thread count, as the deploy form and a deployment's instance form ask
+ * them; a field's error, shown by the form, has the field's id with "-error".
+ */
+function InstanceFields(props: {
+  typeId: string;
+  threadsId: string;
+  type: string;
+  setType: (type: string) => void;
+  threads: string;
+  setThreads: (threads: string) => void;
+  typeError: string | undefined;
+  threadsError: string | undefined;
+}) {
+  const { typeId, threadsId, typeError, threadsError } = props;
+  return (
+    <>
+      <div class="field small">
+        <label for={typeId}>Instance type</label>
+        <select
+          id={typeId}
+          value={props.type}
+          onChange={(e) => props.setType((e.target as HTMLSelectElement).value)}
+          aria-invalid={typeError ? 'true' : undefined}
+          aria-describedby={typeError ? `${typeId}-error` : undefined}
+        >
+          <option value="cpu">cpu</option>
+          <option value="cuda">cuda</option>
+        </select>
+      </div>
+      <div class="field small">
+        <label for={threadsId}>Threads</label>
+        <input
+          id={threadsId}
+          placeholder="default"
+          type="number"
+          min={1}
+          max={1024}
+          inputMode="numeric"
+          value={props.threads}
+          onInput={(e) => props.setThreads((e.target as HTMLInputElement).value)}
+          aria-invalid={threadsError ? 'true' : undefined}
+          aria-describedby={threadsError ? `${threadsId}-error` : undefined}
+        />
+      </div>
+    </>
   );
 }
 
@@ -420,34 +451,16 @@ function InstanceForm({ dep, onChanged }: { dep: LibraryDeployment; onChanged: (
   return (
     <form class="instance-form" onSubmit={submit} aria-label={`Instance type of ${id}`} noValidate>
       <div class="row">
-        <div class="field small">
-          <label for={typeId}>Instance type</label>
-          <select
-            id={typeId}
-            value={type}
-            onChange={(e) => setType((e.target as HTMLSelectElement).value)}
-            aria-invalid={typeError ? 'true' : undefined}
-            aria-describedby={typeError ? `${typeId}-error` : undefined}
-          >
-            <option value="cpu">cpu</option>
-            <option value="cuda">cuda</option>
-          </select>
-        </div>
-        <div class="field small">
-          <label for={threadsId}>Threads</label>
-          <input
-            id={threadsId}
-            placeholder="default"
-            type="number"
-            min={1}
-            max={1024}
-            inputMode="numeric"
-            value={threads}
-            onInput={(e) => setThreads((e.target as HTMLInputElement).value)}
-            aria-invalid={threadsError ? 'true' : undefined}
-            aria-describedby={threadsError ? `${threadsId}-error` : undefined}
-          />
-        </div>
+        <InstanceFields
+          typeId={typeId}
+          threadsId={threadsId}
+          type={type}
+          setType={setType}
+          threads={threads}
+          setThreads={setThreads}
+          typeError={typeError}
+          threadsError={threadsError}
+        />
         <button type="submit" class="secondary" disabled={busy || switching !== null || unchanged} aria-busy={busy}>
           Change instance type<span class="visually-hidden"> of {id}</span>
         </button>

@@ -10,7 +10,7 @@ import { api, apiResponse, seg } from '../api';
 import type { LatencySummary, LibraryMetrics, Model, RealtimeMetrics } from '../types';
 import { Cmd, Empty, ErrorNote, messageOf, num, PageHeader, plural, useLoad } from '../ui';
 import { navigate } from '../router';
-import type { ChartSeries, TimeChartProps } from '../charts';
+import type { TimeChartProps } from '../charts';
 import './metrics.css';
 
 type ChartsModule = typeof import('../charts');
@@ -214,16 +214,10 @@ export function MetricsPage({ modelId }: { modelId?: string }) {
   );
 }
 
-interface ChartSpec {
+interface ChartSpec extends Omit<TimeChartProps, 'titleId'> {
   id: string;
   title: string;
   note?: string;
-  yLabel: string;
-  format: (v: number) => string;
-  series: ChartSeries[];
-  data: [number[], ...Array<Array<number | null>>];
-  minTop?: number;
-  maxTop?: number;
 }
 
 function Chart({ spec, charts }: { spec: ChartSpec; charts: ChartsModule | undefined }) {
@@ -260,6 +254,19 @@ function LibraryCharts({ points, charts, modelId }: { points: LibraryPoint[]; ch
   const specs = useMemo((): ChartSpec[] => {
     const t = points.map((p) => p.t);
     const lat = (read: (m: LibraryMetrics) => LatencySummary, key: 'p50' | 'p99') => column(points, (p) => read(p.m)[key]);
+    /** A latency figure's p50 (solid) and p99 (dashed). */
+    const latencyChart = (id: string, title: string, read: (m: LibraryMetrics) => LatencySummary): ChartSpec => ({
+      id,
+      title,
+      note: 'p50 and p99 of the requests finished in the last 5 minutes',
+      yLabel: 'milliseconds',
+      format: ms,
+      series: [
+        { label: 'p50', color: 0 },
+        { label: 'p99', color: 1, dashed: true },
+      ],
+      data: [t, lat(read, 'p50'), lat(read, 'p99')],
+    });
     const withEngine = points.some((p) => p.engine !== null);
     const out: ChartSpec[] = [
       {
@@ -280,30 +287,8 @@ function LibraryCharts({ points, charts, modelId }: { points: LibraryPoint[]; ch
         series: [{ label: 'tokens/s', color: 2 }],
         data: [t, column(points, (p) => p.m.token_throughput_tps)],
       },
-      {
-        id: 'ttft',
-        title: 'Time to first token',
-        note: 'p50 and p99 of the requests finished in the last 5 minutes',
-        yLabel: 'milliseconds',
-        format: ms,
-        series: [
-          { label: 'p50', color: 0 },
-          { label: 'p99', color: 1, dashed: true },
-        ],
-        data: [t, lat((m) => m.time_to_first_token_ms, 'p50'), lat((m) => m.time_to_first_token_ms, 'p99')],
-      },
-      {
-        id: 'tpot',
-        title: 'Time per output token',
-        note: 'p50 and p99 of the requests finished in the last 5 minutes',
-        yLabel: 'milliseconds',
-        format: ms,
-        series: [
-          { label: 'p50', color: 0 },
-          { label: 'p99', color: 1, dashed: true },
-        ],
-        data: [t, lat((m) => m.time_per_output_token_ms, 'p50'), lat((m) => m.time_per_output_token_ms, 'p99')],
-      },
+      latencyChart('ttft', 'Time to first token', (m) => m.time_to_first_token_ms),
+      latencyChart('tpot', 'Time per output token', (m) => m.time_per_output_token_ms),
     ];
     if (withEngine) {
       out.push(
