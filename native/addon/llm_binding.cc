@@ -8,6 +8,9 @@
 //   llmLogits(handle, tokens, allPositions) -> id              (result arrives as a 'logits' event)
 //   llmCancel(handle, id), llmStats(handle), llmModelInfo(handle)
 //   llmUnload(handle) -> Promise<void>                         (cancels all, joins the thread)
+//   llmSetTokenBytes(handle, bytes, offsets)                    (the vocabulary's bytes, for grammars)
+//   llmCompileGrammar(handle, encoded) -> grammar               (an External; RangeError when unusable)
+//   llmGrammarStates(grammar) -> number                         (parser states met so far)
 //   llmOptionLimits                                             (the options' defaults and ranges)
 // The defaults of the numeric options are the engine's own (EngineOptions, GenerateRequest,
 // SamplingParams); their ranges are written once, below, and exported as llmOptionLimits.
@@ -52,7 +55,11 @@ struct JsSide {
 struct Handle {
   std::shared_ptr<Engine> engine;
   std::shared_ptr<JsSide> js;
+  std::shared_ptr<const llm::TokenTrie> trie;  // llmSetTokenBytes; grammars need it
 };
+
+const napi_type_tag kGrammarTag = {0x6772616d6d61725fULL, 0x636f6d70696c6564ULL};
+using GrammarRef = std::shared_ptr<llm::CompiledGrammar>;
 
 Handle& get_handle(const ArgReader& r, const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || info[0].Type() != napi_external ||
@@ -166,7 +173,7 @@ class LoadWorker : public PromiseWorker {
 
   Napi::Value result() override {
     Napi::Env env = Env();
-    auto* handle = new Handle{engine_, js_};
+    auto* handle = new Handle{engine_, js_, nullptr};
     auto ext = Napi::External<Handle>::New(env, handle, [](Napi::Env, Handle* h) {
       if (h->engine) h->engine->stop();
       if (h->js) h->js->release();
@@ -273,6 +280,18 @@ Napi::Value Generate(const Napi::CallbackInfo& info) {
   if (!o.Get(kSeed.key).IsUndefined()) {
     s.has_seed = true;
     s.seed = static_cast<uint64_t>(r.option(o, kSeed));
+  }
+  const Napi::Value grammar = o.Get("grammar");
+  if (!grammar.IsUndefined()) {
+    if (grammar.Type() != napi_external || !grammar.As<Napi::External<GrammarRef>>().CheckTypeTag(&kGrammarTag)) {
+      r.type_error("options.grammar must be a grammar from llmCompileGrammar");
+    }
+    req.grammar.grammar = *grammar.As<Napi::External<GrammarRef>>().Data();
+    const Napi::Value trigger = o.Get("grammarTrigger");
+    if (!trigger.IsUndefined()) {
+      if (!trigger.IsString()) r.type_error("options.grammarTrigger must be a string");
+      req.grammar.trigger = trigger.As<Napi::String>().Utf8Value();
+    }
   }
   return submit(info, "llmGenerate", std::move(req));
 }
@@ -395,6 +414,54 @@ Napi::Value Unload(const Napi::CallbackInfo& info) {
   return p;
 }
 
+Napi::Value SetTokenBytes(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmSetTokenBytes");
+  r.expect_count(3, 3, "handle, bytes, offsets");
+  Handle& h = get_handle(r, info);
+  if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) r.type_error("bytes must be a Uint8Array");
+  if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array) r.type_error("offsets must be a Uint32Array");
+  const Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
+  const Napi::Uint32Array offsets = info[2].As<Napi::Uint32Array>();
+  try {
+    h.trie = std::make_shared<const llm::TokenTrie>(std::vector<uint8_t>(bytes.Data(), bytes.Data() + bytes.ElementLength()),
+                                                    std::vector<uint32_t>(offsets.Data(), offsets.Data() + offsets.ElementLength()));
+  } catch (const std::invalid_argument& ex) {
+    r.range_error(ex.what());
+  }
+  return info.Env().Undefined();
+}
+
+Napi::Value CompileGrammar(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmCompileGrammar");
+  r.expect_count(2, 2, "handle, encoded");
+  Handle& h = get_handle(r, info);
+  Engine& engine = get_engine(r, info);
+  if (!h.trie) r.range_error("the model's token bytes are not set (llmSetTokenBytes)");
+  if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) r.type_error("encoded must be an Int32Array");
+  const Napi::Int32Array encoded = info[1].As<Napi::Int32Array>();
+  GrammarRef compiled;
+  try {
+    const llm::ModelConfig& c = engine.model().config();
+    llm::GrammarLimits limits;
+    compiled = std::make_shared<llm::CompiledGrammar>(llm::Grammar::parse(encoded.Data(), encoded.ElementLength(), limits.max_items), h.trie,
+                                                      c.vocab, c.eos_tokens, limits);
+  } catch (const std::invalid_argument& ex) {
+    r.range_error(ex.what());
+  }
+  Napi::External<GrammarRef> out = Napi::External<GrammarRef>::New(info.Env(), new GrammarRef(std::move(compiled)), [](Napi::Env, GrammarRef* g) { delete g; });
+  out.TypeTag(&kGrammarTag);
+  return out;
+}
+
+Napi::Value GrammarStates(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmGrammarStates");
+  r.expect_count(1, 1, "grammar");
+  if (info[0].Type() != napi_external || !info[0].As<Napi::External<GrammarRef>>().CheckTypeTag(&kGrammarTag)) {
+    r.type_error("grammar must be a grammar from llmCompileGrammar");
+  }
+  return Napi::Number::New(info.Env(), static_cast<double>((*info[0].As<Napi::External<GrammarRef>>().Data())->states()));
+}
+
 }  // namespace
 
 void register_llm(Napi::Env env, Napi::Object exports) {
@@ -405,6 +472,9 @@ void register_llm(Napi::Env env, Napi::Object exports) {
   exports.Set("llmStats", Napi::Function::New(env, Stats, "llmStats"));
   exports.Set("llmModelInfo", Napi::Function::New(env, ModelInfo, "llmModelInfo"));
   exports.Set("llmUnload", Napi::Function::New(env, Unload, "llmUnload"));
+  exports.Set("llmSetTokenBytes", Napi::Function::New(env, SetTokenBytes, "llmSetTokenBytes"));
+  exports.Set("llmCompileGrammar", Napi::Function::New(env, CompileGrammar, "llmCompileGrammar"));
+  exports.Set("llmGrammarStates", Napi::Function::New(env, GrammarStates, "llmGrammarStates"));
   Napi::Object limits = Napi::Object::New(env);
   limits.Set("load", limits_to_js(env, kLoadOptions));
   limits.Set("generate", limits_to_js(env, kGenerateOptions));

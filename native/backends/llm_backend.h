@@ -98,6 +98,7 @@ struct SampleRequest {
   SamplingParams params;
   double uniform = 0.0;
   const std::unordered_map<int32_t, int32_t>* counts = nullptr;
+  const uint32_t* mask = nullptr;  // a grammar's allowed tokens (bit t of word t >> 5), or null
 };
 
 // The KV cache's shape: n_blocks blocks of block_size positions; a block holds K and V of every

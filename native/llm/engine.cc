@@ -98,10 +98,14 @@ StepOutput Engine::execute(const Schedule& step) {
         r.params = s.sampler.params();
         r.uniform = s.sampler.draw();
         r.counts = &s.sampler.counts();
+        r.mask = s.step_mask();
+        if (s.matcher && !s.matcher->error().empty()) continue;  // update() ends it
         requests.push_back(r);
         requesters.push_back(i);
       } else {
-        out.sampled[i] = s.sampler.sample(out.logits + last_row * c.vocab);
+        const uint32_t* mask = s.step_mask();
+        if (s.matcher && !s.matcher->error().empty()) continue;  // update() ends it
+        out.sampled[i] = s.sampler.sample(out.logits + last_row * c.vocab, mask);
       }
     }
     if (!requests.empty()) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../backends/llm_backend.h"
+#include "grammar_matcher.h"
 
 namespace platform::llm {
 
@@ -18,6 +19,7 @@ struct GenerateRequest {
   SamplingParams sampling;
   bool logits_only = false;  // run the prompt, return logits, generate nothing
   bool all_logits = false;   // logits_only: every position, not just the last
+  GrammarConstraint grammar; // grammar.grammar set: the output must match it (grammar_matcher.h)
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };

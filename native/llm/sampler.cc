@@ -13,24 +13,40 @@ double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53
 
 void Sampler::accept(int32_t token) { ++counts_[token]; }
 
-int32_t Sampler::sample(const float* logits) {
+int32_t Sampler::sample(const float* logits, const uint32_t* mask) {
   const float* l = logits;
-  if ((p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f) && !counts_.empty()) {
+  const bool penalties = (p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f) && !counts_.empty();
+  if (penalties || mask != nullptr) {
     work_.assign(logits, logits + vocab_);
+    l = work_.data();
+  }
+  if (penalties) {
     for (const auto& [tok, count] : counts_) {
       work_[tok] -= p_.frequency_penalty * static_cast<float>(count) + p_.presence_penalty;
     }
-    l = work_.data();
+  }
+  if (mask != nullptr) {
+    for (int64_t i = 0; i < vocab_; ++i) {
+      if (!((mask[i >> 5] >> (i & 31)) & 1u)) work_[i] = -INFINITY;
+    }
   }
   if (p_.temperature <= 0.0f) {  // greedy: first maximum
     return static_cast<int32_t>(std::max_element(l, l + vocab_) - l);
   }
 
-  cand_.resize(static_cast<size_t>(vocab_));
   const float inv_t = 1.0f / p_.temperature;
-  for (int64_t i = 0; i < vocab_; ++i) cand_[i] = {l[i] * inv_t, static_cast<int32_t>(i)};
+  if (mask == nullptr) {
+    cand_.resize(static_cast<size_t>(vocab_));
+    for (int64_t i = 0; i < vocab_; ++i) cand_[i] = {l[i] * inv_t, static_cast<int32_t>(i)};
+  } else {  // only the allowed tokens are candidates (a masked token never has mass to be drawn)
+    cand_.clear();
+    for (int64_t i = 0; i < vocab_; ++i) {
+      if ((mask[i >> 5] >> (i & 31)) & 1u) cand_.push_back({l[i] * inv_t, static_cast<int32_t>(i)});
+    }
+    if (cand_.empty()) return static_cast<int32_t>(std::max_element(l, l + vocab_) - l);
+  }
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  if (p_.top_k > 0 && p_.top_k < vocab_) {
+  if (p_.top_k > 0 && p_.top_k < static_cast<int64_t>(cand_.size())) {
     std::partial_sort(cand_.begin(), cand_.begin() + p_.top_k, cand_.end(), by_logit);
     cand_.resize(static_cast<size_t>(p_.top_k));
   } else if (p_.top_p < 1.0f) {

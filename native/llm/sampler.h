@@ -2,7 +2,9 @@
 //   penalties -> (temperature 0: argmax) -> temperature -> top-k -> softmax -> top-p -> min-p
 //   -> draw.
 // Frequency and presence penalties count the tokens this sequence has generated (OpenAI
-// semantics: logit -= frequency * count + presence * (count > 0)). The random stream is a
+// semantics: logit -= frequency * count + presence * (count > 0)). A grammar's token mask, when
+// given, comes right after the penalties: a token outside it gets -inf, so greedy decoding picks
+// the best allowed token and the other filters see only allowed ones. The random stream is a
 // 64-bit Mersenne twister seeded per request, so a given seed reproduces the same tokens.
 #pragma once
 
@@ -20,8 +22,9 @@ class Sampler {
  public:
   Sampler(const SamplingParams& params, int64_t vocab);
 
-  // Picks the next token from logits[vocab].
-  int32_t sample(const float* logits);
+  // Picks the next token from logits[vocab]; mask (bit t of word t >> 5), when not null, holds
+  // the tokens allowed.
+  int32_t sample(const float* logits, const uint32_t* mask = nullptr);
   // Records a generated token (for the penalties).
   void accept(int32_t token);
 

@@ -14,6 +14,11 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 }  // namespace
 
+const uint32_t* Sequence::step_mask() {
+  if (!matcher || !matcher->active()) return nullptr;
+  return matcher->mask(mask) ? mask.data() : nullptr;
+}
+
 Scheduler::Scheduler(const ModelConfig& config, const EngineOptions& options, int64_t context, int64_t kv_blocks)
     : config_(config), options_(options), context_(context), kv_(options.block_size, kv_blocks) {}
 
@@ -206,12 +211,20 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
         finish(s, FinishReason::kStop, events);
         continue;
       }
+      if (s.matcher && !s.matcher->error().empty()) {  // no token could continue the grammar
+        finish(s, FinishReason::kError, events, "structured output: " + s.matcher->error());
+        continue;
+      }
       if (s.cancelled.load() || out.sampled[i] < 0) continue;  // the next schedule() reports it
       const int32_t token = out.sampled[i];
       if (s.generated.empty()) s.t_first = Clock::now();
       s.sampler.accept(token);
       if (std::find(c.eos_tokens.begin(), c.eos_tokens.end(), token) != c.eos_tokens.end()) {
-        finish(s, FinishReason::kStop, events);
+        finish(s, FinishReason::kStop, events);  // a grammar allows EOS only where it may end
+        continue;
+      }
+      if (s.matcher && !s.matcher->accept(token)) {
+        finish(s, FinishReason::kError, events, "structured output: " + s.matcher->error());
         continue;
       }
       s.generated.push_back(token);
@@ -221,6 +234,11 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
       ev.id = s.id;
       ev.token = token;
       events.push_back(std::move(ev));
+      // A grammar that can only end now ends the sequence without another step.
+      if (s.matcher && s.matcher->must_end()) {
+        finish(s, FinishReason::kStop, events);
+        continue;
+      }
       // The new token is fed next step at position n_past, which must fit the limit.
       if (static_cast<int64_t>(s.generated.size()) >= s.req.max_tokens || s.n_past >= s.limit) {
         finish(s, FinishReason::kLength, events);

@@ -47,11 +47,17 @@ struct Sequence {
   int64_t n_past = 0;           // positions written to the KV cache
   std::vector<int32_t> generated;
   std::vector<float> logits;    // logits_only + all_logits: rows gathered across chunks
+  std::unique_ptr<GrammarMatcher> matcher;  // a constrained sequence's grammar position
+  std::vector<uint32_t> mask;   // its allowed tokens this step ([vocab / 32] words)
   std::atomic<bool> cancelled{false};
   bool done = false;
   Clock::time_point t_submit, t_admit, t_first;
 
-  Sequence(GenerateRequest r, int64_t vocab) : req(std::move(r)), sampler(req.sampling, vocab) {}
+  Sequence(GenerateRequest r, int64_t vocab) : req(std::move(r)), sampler(req.sampling, vocab) {
+    if (req.grammar.grammar) matcher = std::make_unique<GrammarMatcher>(req.grammar);
+  }
+  // The token mask of this step, or null when the next token is free.
+  const uint32_t* step_mask();
   bool prefilling() const { return n_past < static_cast<int64_t>(req.prompt.size()); }
 };
 

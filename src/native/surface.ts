@@ -172,7 +172,14 @@ export interface NativeGenerateOptions {
   frequencyPenalty?: number;
   /** Subtracted from a token's logit once it was generated, in [-2, 2]. */
   presencePenalty?: number;
+  /** The output must match this grammar (llmCompileGrammar): only tokens it allows are sampled. */
+  grammar?: NativeGrammarHandle;
+  /** With grammar: the grammar applies only after the output contains this text (tool calls in "auto" mode). */
+  grammarTrigger?: string;
 }
+
+/** Opaque handle of a grammar compiled against one model's vocabulary. */
+export type NativeGrammarHandle = { readonly __llmGrammarHandle: unique symbol };
 
 /** One numeric option of the engine: its default and its inclusive range. */
 export interface NativeOptionLimit {
@@ -264,6 +271,12 @@ export interface LlmExports {
   llmModelInfo(handle: NativeModelHandle): NativeModelInfo;
   /** Cancels every sequence, joins the scheduler thread, unmaps the file. */
   llmUnload(handle: NativeModelHandle): Promise<void>;
+  /** The vocabulary as bytes (token t is bytes[offsets[t], offsets[t + 1])), once per model before grammars. */
+  llmSetTokenBytes(handle: NativeModelHandle, bytes: Uint8Array, offsets: Uint32Array): void;
+  /** Compiles an encoded byte grammar (src/llm/structured/grammar.ts) for this model; RangeError when it is unusable. */
+  llmCompileGrammar(handle: NativeModelHandle, encoded: Int32Array): NativeGrammarHandle;
+  /** The parser states a grammar has met so far (its cache). */
+  llmGrammarStates(grammar: NativeGrammarHandle): number;
   /** The defaults and ranges of every numeric option: the engine's own, frozen. */
   readonly llmOptionLimits: NativeOptionLimits;
 }
@@ -404,6 +417,9 @@ export const NATIVE_EXPORTS = [
   'llmStats',
   'llmModelInfo',
   'llmUnload',
+  'llmSetTokenBytes',
+  'llmCompileGrammar',
+  'llmGrammarStates',
   'llmOptionLimits',
   'tabularCompile',
 ] as const satisfies readonly (keyof NativeAddon)[];

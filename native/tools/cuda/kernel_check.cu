@@ -1009,7 +1009,7 @@ class Checker {
       DeviceArray<SampleParams> dp(ps);
       DeviceArray<int32_t> dpt(ptok), dpc(pcnt), dtok(static_cast<size_t>(R));
       DeviceArray<uint8_t> ws(std::max<size_t>(1, sample_workspace_bytes(R, vocab)));
-      launch_sample(dl.get(), R, vocab, dp.get(), dpt.get(), dpc.get(), dtok.get(), Workspace{ws.get(), ws.size()}, stream_);
+      launch_sample(dl.get(), R, vocab, dp.get(), dpt.get(), dpc.get(), nullptr, dtok.get(), Workspace{ws.get(), ws.size()}, stream_);
       sync(stream_, "launch_sample");
       const auto toks = dtok.download();
       KernelCheckResult r;

@@ -8,6 +8,7 @@ export {
   type GeneratedToken,
   type GenerationResult,
   type GenerationTimings,
+  type LlmGrammar,
   type LlmModelInfo,
   type LlmModelStats,
   type LoadModelOptions,

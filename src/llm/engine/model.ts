@@ -9,6 +9,7 @@ import type {
   LlmExports,
   NativeFinishEvent,
   NativeGenerateOptions,
+  NativeGrammarHandle,
   NativeLlmEvent,
   NativeLoadOptions,
   NativeModelHandle,
@@ -20,6 +21,13 @@ import { LlmEngineError, fromNative } from './errors.js';
 
 /** llmLoadModel's options, passed through unchanged (the addon checks them and applies defaults). */
 export type LoadModelOptions = NativeLoadOptions;
+
+/** A grammar compiled for one model: pass `handle` as generate()'s `grammar`. */
+export interface LlmGrammar {
+  readonly handle: NativeGrammarHandle;
+  /** Parser states met so far (its cache of masks and transitions). */
+  states(): number;
+}
 
 export interface GenerateOptions extends NativeGenerateOptions {
   /** Aborting cancels the sequence (finishReason 'cancelled'). */
@@ -149,6 +157,7 @@ export class LlmModel {
   private readonly listeners = new Map<number, Listener>();
   private handle: NativeModelHandle | null = null;
   private unloading: Promise<void> | null = null;
+  private tokenBytesSet = false;
 
   /** @internal use loadModel() */
   constructor(private readonly addon: LlmExports) {}
@@ -240,6 +249,28 @@ export class LlmModel {
         else if (e.type !== 'token') reject(new LlmEngineError(e.finishReason === 'cancelled' ? 'unloaded' : 'engine', e.error ?? `logits request ${e.finishReason}`));
       });
     });
+  }
+
+  /** Whether the vocabulary's bytes have been given (setTokenBytes), which grammars need. */
+  get hasTokenBytes(): boolean {
+    return this.tokenBytesSet;
+  }
+
+  /** The bytes each token id stands for (empty for control tokens), once, before compileGrammar. */
+  setTokenBytes(tokens: readonly Uint8Array[]): void {
+    const h = this.live();
+    const offsets = new Uint32Array(tokens.length + 1);
+    for (let t = 0; t < tokens.length; t++) offsets[t + 1] = offsets[t]! + tokens[t]!.length;
+    const bytes = new Uint8Array(offsets[tokens.length]!);
+    tokens.forEach((b, t) => bytes.set(b, offsets[t]!));
+    this.addon.llmSetTokenBytes(h, bytes, offsets);
+    this.tokenBytesSet = true;
+  }
+
+  /** Compiles an encoded byte grammar for this model (throws RangeError naming what is wrong with it). */
+  compileGrammar(encoded: Int32Array): LlmGrammar {
+    const handle = this.addon.llmCompileGrammar(this.live(), encoded);
+    return { handle, states: () => this.addon.llmGrammarStates(handle) };
   }
 
   /** Cancels every sequence, stops the scheduler, unmaps the file. Idempotent. */

@@ -294,6 +294,29 @@ class CudaBackend final : public Backend {
         p.penalty_count = static_cast<int32_t>(pen_tokens.size()) - p.penalty_offset;
       }
     }
+    // Grammar masks: one [vocab / 32]-word row per constrained request, uploaded with the step.
+    const size_t mask_words = static_cast<size_t>((cfg_.vocab + 31) / 32);
+    size_t n_masks = 0;
+    for (const llm::SampleRequest& q : requests) n_masks += q.mask != nullptr;
+    if (n_masks * mask_words > mask_capacity_) {
+      const size_t capacity = std::max(n_masks * mask_words, 2 * mask_capacity_);
+      PLATFORM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      mask_capacity_ = 0;
+      masks_.allocate(sizeof(uint32_t) * capacity, "grammar masks");
+      host_masks_.allocate(sizeof(uint32_t) * capacity);
+      mask_capacity_ = capacity;
+    }
+    if (n_masks > 0) {
+      uint32_t* hm = host_masks_.get<uint32_t>();
+      size_t at = 0;
+      for (const llm::SampleRequest& q : requests) {
+        if (q.mask == nullptr) continue;
+        std::copy(q.mask, q.mask + mask_words, hm + at);
+        params[q.row].mask_offset = static_cast<int64_t>(at);
+        at += mask_words;
+      }
+      PLATFORM_CUDA_CHECK(cudaMemcpyAsync(masks_.get(), hm, sizeof(uint32_t) * at, cudaMemcpyHostToDevice, stream_));
+    }
     const size_t pen = pen_tokens.size();
     if (pen > penalty_capacity_) {  // rare: long generations with penalties
       const size_t capacity = std::max(pen, 2 * penalty_capacity_);
@@ -311,7 +334,7 @@ class CudaBackend final : public Backend {
     }
     PLATFORM_CUDA_CHECK(cudaMemcpyAsync(d_sample_params_, params, sizeof(SampleParams) * rows, cudaMemcpyHostToDevice, stream_));
     launch_sample(buffers_[kLogits], rows, cfg_.vocab, d_sample_params_, penalties_.get<int32_t>(),
-                  penalties_.get<int32_t>() + pen, d_sampled_, sample_ws_, stream_);
+                  penalties_.get<int32_t>() + pen, n_masks > 0 ? masks_.get<uint32_t>() : nullptr, d_sampled_, sample_ws_, stream_);
     PLATFORM_CUDA_CHECK(cudaGetLastError());
     int32_t* out = host_sampled_.get<int32_t>();
     PLATFORM_CUDA_CHECK(cudaMemcpyAsync(out, d_sampled_, sizeof(int32_t) * rows, cudaMemcpyDeviceToHost, stream_));
@@ -489,8 +512,9 @@ class CudaBackend final : public Backend {
   bool graphs_enabled_ = true;
   ModelConfig cfg_;
   ModelWeights dev_;
-  DeviceBuffer weights_, kv_storage_, activations_, tables_, workspace_, penalties_;
-  PinnedBuffer host_tables_, host_logits_, host_sample_, host_sampled_, host_penalties_;
+  DeviceBuffer weights_, kv_storage_, activations_, tables_, workspace_, penalties_, masks_;
+  PinnedBuffer host_tables_, host_logits_, host_sample_, host_sampled_, host_penalties_, host_masks_;
+  size_t mask_capacity_ = 0;  // words of masks_ and host_masks_
   KvLayout kv_;
   float* base_buffers_[kBufferCount] = {};  // each buffer's own allocation
   float* buffers_[kBufferCount] = {};       // this step's (kK, kV inside kQ at one token)

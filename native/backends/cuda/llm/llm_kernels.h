@@ -127,13 +127,15 @@ struct SampleParams {
   float frequency_penalty = 0.0f, presence_penalty = 0.0f;
   int32_t penalty_offset = 0, penalty_count = 0;
   double uniform = 0.0;
+  int64_t mask_offset = -1;  // >= 0: the row's grammar mask starts at masks[mask_offset] (bit t of word t >> 5)
 };
 
 // tokens[r] = the token drawn from logits row r (rows of [rows][vocab], which the kernel may
-// overwrite). params: [rows], penalty arrays as above; all device memory.
+// overwrite). params: [rows], penalty arrays as above, masks: the grammar masks (null when no row
+// has one; a masked-out token gets -inf after the penalties); all device memory.
 size_t sample_workspace_bytes(int64_t rows, int64_t vocab);
 void launch_sample(float* logits, int64_t rows, int64_t vocab, const SampleParams* params,
-                   const int32_t* penalty_tokens, const int32_t* penalty_counts, int32_t* tokens,
+                   const int32_t* penalty_tokens, const int32_t* penalty_counts, const uint32_t* masks, int32_t* tokens,
                    Workspace ws, cudaStream_t stream);
 
 }  // namespace platform::cuda

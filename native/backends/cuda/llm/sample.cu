@@ -184,7 +184,7 @@ __device__ int nth_equal_id(const float* x, int vocab, uint32_t T, unsigned n, P
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(float* __restrict__ logits, int vocab, const SampleParams* __restrict__ params,
                   const int32_t* __restrict__ penalty_tokens, const int32_t* __restrict__ penalty_counts,
-                  int32_t* __restrict__ tokens) {
+                  const uint32_t* __restrict__ masks, int32_t* __restrict__ tokens) {
   __shared__ Shared sh;
   const int tid = threadIdx.x, lane = tid & 31;
   const int64_t row = blockIdx.x;
@@ -199,6 +199,13 @@ __global__ void __launch_bounds__(kThreads)
       if (tok >= 0 && tok < vocab) {
         x[tok] = __fsub_rn(x[tok], __fadd_rn(__fmul_rn(P.frequency_penalty, cnt), P.presence_penalty));
       }
+    }
+  }
+  // A grammar's mask: tokens it does not allow get -inf (no mass, never the maximum).
+  if (masks != nullptr && P.mask_offset >= 0) {
+    const uint32_t* m = masks + P.mask_offset;
+    for (int i = tid; i < vocab; i += kThreads) {
+      if (!((m[i >> 5] >> (i & 31)) & 1u)) x[i] = -INFINITY;
     }
   }
   __syncthreads();
@@ -379,11 +386,11 @@ __global__ void __launch_bounds__(kThreads)
 size_t sample_workspace_bytes(int64_t, int64_t) { return 0; }
 
 void launch_sample(float* logits, int64_t rows, int64_t vocab, const SampleParams* params,
-                   const int32_t* penalty_tokens, const int32_t* penalty_counts, int32_t* tokens,
+                   const int32_t* penalty_tokens, const int32_t* penalty_counts, const uint32_t* masks, int32_t* tokens,
                    Workspace, cudaStream_t stream) {
   if (rows <= 0 || vocab <= 0) return;
   sample_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, static_cast<int>(vocab), params,
-                                                                       penalty_tokens, penalty_counts, tokens);
+                                                                       penalty_tokens, penalty_counts, masks, tokens);
 }
 
 }  // namespace platform::cuda
