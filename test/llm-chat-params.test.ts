@@ -208,8 +208,6 @@ describe('stream and stream_options', () => {
 describe('OpenAI fields this engine does not implement', () => {
   // [field, a value that asks for the feature, values that do not]
   const FIELDS: Array<[string, unknown, unknown[]]> = [
-    ['tools', [{ type: 'function', function: { name: 'f' } }], [[]]],
-    ['tool_choice', 'auto', ['none']],
     ['functions', [], []],
     ['function_call', 'auto', ['none']],
     ['n', 2, [1, '1']],
@@ -219,11 +217,9 @@ describe('OpenAI fields this engine does not implement', () => {
     ['logit_bias', { '50256': -100 }, [{}, null]],
     ['echo', true, [false]],
     ['suffix', 'tail', ['', null]],
-    ['response_format', { type: 'json_object' }, [{ type: 'text' }, null]],
     ['audio', { voice: 'alloy' }, [null]],
     ['modalities', ['text', 'audio'], [['text'], 'audio']],
     ['prediction', { type: 'content', content: 'x' }, [null]],
-    ['parallel_tool_calls', true, [false]],
   ];
 
   for (const [field, used, unused] of FIELDS) {
@@ -234,7 +230,7 @@ describe('OpenAI fields this engine does not implement', () => {
   }
 
   it('the refusal comes before any other check, and the first field in the list is named', () => {
-    expect(refused({ temperature: 'hot', n: 2, tools: [{}] })).toEqual({ message: 'tools is not supported by this server', param: 'tools' });
+    expect(refused({ temperature: 'hot', n: 2, functions: [{}] })).toEqual({ message: 'functions is not supported by this server', param: 'functions' });
     expect(refusal(() => refuseUnsupported({ echo: true })).message).toBe('echo is not supported by this server');
   });
 
@@ -265,8 +261,8 @@ describe('messages', () => {
       [[], 'messages must be a non-empty array', 'messages'],
       ['hi', 'messages must be a non-empty array', 'messages'],
       [[null], 'messages[0] must be an object with role and content', 'messages[0]'],
-      [[{ role: 'user', content: 'a' }, { role: 'tool', content: 'b' }], 'messages[1].role must be "system", "developer", "user" or "assistant", got "tool"', 'messages[1].role'],
-      [[{ content: 'a' }], 'messages[0].role must be "system", "developer", "user" or "assistant", got undefined', 'messages[0].role'],
+      [[{ role: 'user', content: 'a' }, { role: 'tool', content: 'b' }], 'messages[1].tool_call_id must be the id of the call this message answers', 'messages[1].tool_call_id'],
+      [[{ content: 'a' }], 'messages[0].role must be "system", "developer", "user", "assistant" or "tool", got undefined', 'messages[0].role'],
       [[{ role: 'user', content: 5 }], 'messages[0].content must be a string', 'messages[0].content'],
       [[{ role: 'user' }], 'messages[0].content must be a string', 'messages[0].content'],
       [

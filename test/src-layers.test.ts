@@ -1,7 +1,8 @@
 // The TypeScript host is layered (README.md, "Inside: the request path, the layers, the names"):
 // every import points down or into its own layer,
 //   base (errors, config, store, ids, validation, metrics)
-//     <- formats (tabular/onnx, llm/gguf, llm/tokenizer: pure TypeScript readers)
+//     <- formats (tabular/onnx, llm/gguf, llm/tokenizer: pure TypeScript readers; llm/structured:
+//        JSON Schema to byte grammars)
 //     <- typed surface (src/native: the one declaration of platform.node; surface.ts imports nothing)
 //     <- engines (llm/engine, tabular/executor: the native engines as TypeScript objects)
 //     <- services (models, realtime, vectors, auth, llm/library, llm/chat, llm/metrics, cluster)
@@ -30,7 +31,7 @@ function sourcesUnder(dir: string): string[] {
 
 const LAYERS: ReadonlyArray<{ rank: number; name: string; areas: readonly string[] }> = [
   { rank: 0, name: 'base', areas: ['errors.ts', 'ids.ts', 'config.ts', 'validation.ts', 'metrics', 'store'] },
-  { rank: 1, name: 'formats', areas: ['tabular/onnx', 'llm/gguf', 'llm/tokenizer'] },
+  { rank: 1, name: 'formats', areas: ['tabular/onnx', 'llm/gguf', 'llm/tokenizer', 'llm/structured'] },
   { rank: 2, name: 'typed surface', areas: ['native'] },
   { rank: 3, name: 'engines', areas: ['llm/engine', 'tabular/executor'] },
   { rank: 4, name: 'services', areas: ['models', 'realtime', 'vectors', 'auth', 'llm/library', 'llm/chat', 'llm/metrics.ts', 'cluster'] },

@@ -7,6 +7,7 @@ import { StreamDecoder } from '../tokenizer/index.js';
 import type { LlmInstance } from '../library/instance.js';
 import type { SamplingParams } from './params.js';
 import { StopMatcher } from './stop-strings.js';
+import type { OutputConstraint } from './constraint.js';
 
 export interface CompletionResult {
   finishReason: 'stop' | 'length';
@@ -47,6 +48,8 @@ export class Completion {
     /** The text starts here (an empty prompt): drop the SentencePiece space before the first word. */
     private readonly startOfText = false,
     private readonly promptField: PromptField = 'messages',
+    /** A grammar the output must match (response_format, tools). */
+    private readonly constraint?: OutputConstraint,
   ) {
     this.arrived = arrivedAt;
     const context = instance.info.contextLength;
@@ -66,6 +69,8 @@ export class Completion {
         ...(params.seed !== undefined ? { seed: params.seed } : {}),
         frequencyPenalty: params.frequencyPenalty,
         presencePenalty: params.presencePenalty,
+        ...(constraint ? { grammar: constraint.grammar.handle } : {}),
+        ...(constraint?.trigger !== undefined ? { grammarTrigger: constraint.trigger } : {}),
       });
     } catch (err) {
       throw engineError(err, this.promptField);
@@ -74,7 +79,8 @@ export class Completion {
 
   /** Text deltas, never splitting a character or leaking part of a stop string. */
   async *text(): AsyncGenerator<string, CompletionResult> {
-    const decoder = new StreamDecoder(this.instance.tokenizer, { startOfText: this.startOfText });
+    // Under a grammar the text is what the grammar matched: special tokens as their text too.
+    const decoder = new StreamDecoder(this.instance.tokenizer, { startOfText: this.startOfText, special: this.constraint !== undefined });
     const stops = new StopMatcher(this.params.stop);
     try {
       for await (const { token } of this.generation) {

@@ -2,7 +2,7 @@
 // ("0.7", as SPEC.md's reference request sends them); a field the engine does not implement is
 // refused by name rather than silently ignored; unknown fields are ignored (DESIGN.md section 3).
 import { invalidArgument } from '../../errors.js';
-import type { ChatMessage } from './template.js';
+import type { ChatMessage, ChatToolCall } from './template.js';
 import { DECIMAL_NUMBER, decimalNumber, describeValue } from '../../validation.js';
 
 export interface SamplingParams {
@@ -26,8 +26,6 @@ const asNumber = (v: unknown) => (typeof v === 'string' ? (decimalNumber(v) ?? N
 
 /** Fields an OpenAI client may send that this engine does not implement. */
 const UNSUPPORTED: Array<[string, (v: unknown) => boolean]> = [
-  ['tools', (v) => v !== undefined && !(Array.isArray(v) && v.length === 0)],
-  ['tool_choice', (v) => v !== undefined && v !== 'none'],
   ['functions', (v) => v !== undefined],
   ['function_call', (v) => v !== undefined && v !== 'none'],
   ['n', (v) => v !== undefined && asNumber(v) !== 1],
@@ -37,11 +35,9 @@ const UNSUPPORTED: Array<[string, (v: unknown) => boolean]> = [
   ['logit_bias', (v) => v !== undefined && v !== null && Object.keys(v as object).length > 0],
   ['echo', (v) => v === true],
   ['suffix', (v) => v !== undefined && v !== null && v !== ''],
-  ['response_format', (v) => v !== undefined && v !== null && (v as { type?: unknown }).type !== 'text'],
   ['audio', (v) => v !== undefined && v !== null],
   ['modalities', (v) => Array.isArray(v) && v.some((m) => m !== 'text')],
   ['prediction', (v) => v !== undefined && v !== null],
-  ['parallel_tool_calls', (v) => v === true],
 ];
 
 function number(body: Body, field: string, min: number, max: number, integer = false): number | undefined {
@@ -110,24 +106,71 @@ export function samplingParams(body: Body): SamplingParams {
 /** `messages` as the template takes them; text parts of multi-part contents are joined. */
 export function chatMessages(raw: unknown): ChatMessage[] {
   if (!Array.isArray(raw) || raw.length === 0) throw invalidArgument('messages must be a non-empty array', 'messages');
-  return raw.map((m: unknown, i) => {
+  return raw.map((m: unknown, i): ChatMessage => {
     const at = `messages[${i}]`;
     if (typeof m !== 'object' || m === null) throw invalidArgument(`${at} must be an object with role and content`, at);
-    const { role, content } = m as { role?: unknown; content?: unknown };
-    if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'developer') {
-      throw invalidArgument(`${at}.role must be "system", "developer", "user" or "assistant", got ${describeValue(role)}`, `${at}.role`);
+    const message = m as { role?: unknown; content?: unknown; tool_calls?: unknown; tool_call_id?: unknown };
+    const { role } = message;
+    if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'developer' && role !== 'tool') {
+      throw invalidArgument(`${at}.role must be "system", "developer", "user", "assistant" or "tool", got ${describeValue(role)}`, `${at}.role`);
     }
-    let text: string;
-    if (typeof content === 'string') text = content;
-    else if (Array.isArray(content)) {
-      text = content
-        .map((part: unknown, j) => {
-          const p = part as { type?: unknown; text?: unknown };
-          if (p?.type !== 'text' || typeof p.text !== 'string') throw invalidArgument(`${at}.content[${j}] must be a text part; this model reads text only`, `${at}.content[${j}]`);
-          return p.text;
-        })
-        .join('');
-    } else throw invalidArgument(`${at}.content must be a string`, `${at}.content`);
-    return { role: role === 'developer' ? 'system' : role, content: text };
+    if (role === 'tool') {
+      if (typeof message.tool_call_id !== 'string' || message.tool_call_id === '') {
+        throw invalidArgument(`${at}.tool_call_id must be the id of the call this message answers`, `${at}.tool_call_id`);
+      }
+      return { role, content: messageText(message.content, at), tool_call_id: message.tool_call_id };
+    }
+    if (role === 'assistant') {
+      const toolCalls = assistantToolCalls(message.tool_calls, at);
+      // An assistant message that makes calls may have no content (OpenAI sends null).
+      if (toolCalls && (message.content === null || message.content === undefined)) return { role, content: null, tool_calls: toolCalls };
+      const content = messageText(message.content, at);
+      return toolCalls ? { role, content, tool_calls: toolCalls } : { role, content };
+    }
+    return { role: role === 'developer' ? 'system' : role, content: messageText(message.content, at) };
+  });
+}
+
+/** A message's content: a string, or text parts joined. */
+function messageText(content: unknown, at: string): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part: unknown, j) => {
+        const p = part as { type?: unknown; text?: unknown };
+        if (p?.type !== 'text' || typeof p.text !== 'string') throw invalidArgument(`${at}.content[${j}] must be a text part; this model reads text only`, `${at}.content[${j}]`);
+        return p.text;
+      })
+      .join('');
+  }
+  throw invalidArgument(`${at}.content must be a string`, `${at}.content`);
+}
+
+/** An assistant message's `tool_calls`: absent, null and [] all mean none. */
+function assistantToolCalls(raw: unknown, at: string): ChatToolCall[] | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!Array.isArray(raw)) throw invalidArgument(`${at}.tool_calls must be an array`, `${at}.tool_calls`);
+  if (raw.length === 0) return undefined;
+  return raw.map((call: unknown, j): ChatToolCall => {
+    const here = `${at}.tool_calls[${j}]`;
+    if (typeof call !== 'object' || call === null || Array.isArray(call)) throw invalidArgument(`${here} must be an object`, here);
+    const { id, type, function: fn } = call as { id?: unknown; type?: unknown; function?: unknown };
+    if (typeof id !== 'string' || id === '') throw invalidArgument(`${here}.id must be a non-empty string`, `${here}.id`);
+    if (type !== 'function') throw invalidArgument(`${here}.type must be "function", got ${describeValue(type)}`, `${here}.type`);
+    if (typeof fn !== 'object' || fn === null || Array.isArray(fn)) throw invalidArgument(`${here}.function must be an object`, `${here}.function`);
+    const { name, arguments: args } = fn as { name?: unknown; arguments?: unknown };
+    if (typeof name !== 'string' || name === '') throw invalidArgument(`${here}.function.name must be a non-empty string`, `${here}.function.name`);
+    if (typeof args !== 'string') throw invalidArgument(`${here}.function.arguments must be a string of JSON`, `${here}.function.arguments`);
+    // Templates print the arguments as an object, so they must be one.
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(args);
+    } catch {
+      throw invalidArgument(`${here}.function.arguments must be a JSON object, got ${describeValue(args)}`, `${here}.function.arguments`);
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw invalidArgument(`${here}.function.arguments must be a JSON object, got ${describeValue(args)}`, `${here}.function.arguments`);
+    }
+    return { id, type, function: { name, arguments: args } };
   });
 }

@@ -9,6 +9,13 @@ import type { LlmMetrics } from '../metrics.js';
 import { Completion, type CompletionResult, type PromptField } from './completion.js';
 import type { SamplingParams } from './params.js';
 import type { ChatMessage } from './template.js';
+import { compiledGrammar, type OutputConstraint } from './constraint.js';
+import type { ResponseFormat } from './response-format.js';
+import { jsonObjectGrammar, jsonSchemaGrammar } from '../structured/json-schema.js';
+import { parseToolCalls, ToolCallStream, toolCallId, type ChatDelta } from './tool-call-stream.js';
+import { TOOL_SYNTAXES, type ToolSyntax } from './tool-formats.js';
+import { eagerToolGrammar, LAZY_TRIGGERS, lazyToolGrammar } from './tool-grammar.js';
+import type { ToolDefinition } from './tool-params.js';
 
 type FinishReason = CompletionResult['finishReason'];
 type Choice = Record<string, unknown>;
@@ -25,12 +32,29 @@ export interface CompletionForm {
   readonly startOfText: boolean;
   /** The prompt's tokens on the instance that runs it. */
   prompt(instance: LlmInstance): number[];
+  /** The grammar the output must match on that instance, if the request asks for one. */
+  constraint(instance: LlmInstance): OutputConstraint | undefined;
   /** The choices of the whole answer. */
   whole(text: string, finish: FinishReason): Choice[];
-  /** The choices of the first chunk, of each chunk of text, and of the last chunk. */
-  opening(): Choice[];
-  delta(text: string): Choice[];
+  /** The choice of the first chunk; then one chunk per choice for each text delta, and at the end (the last one carries the finish reason). */
+  opening(): Choice;
+  deltas(text: string): Choice[];
   closing(finish: FinishReason): Choice[];
+}
+
+/** The tools a chat request offers and how the model may use them (tool_choice "none" offers none). */
+export interface ToolsRequest {
+  readonly tools: readonly ToolDefinition[];
+  readonly choice: 'auto' | 'required' | { readonly name: string };
+  readonly parallel: boolean;
+}
+
+/** The grammar of a JSON response format (none for text). */
+function formatConstraint(instance: LlmInstance, format: ResponseFormat): OutputConstraint | undefined {
+  if (format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { grammar: compiledGrammar(instance, { json_object: true }, jsonObjectGrammar, 'response_format') };
+  const field = 'response_format.json_schema.schema';
+  return { grammar: compiledGrammar(instance, { json_schema: format.schema }, () => jsonSchemaGrammar(format.schema), field) };
 }
 
 /** POST /v1/[<model_id>/]chat/completions: messages through the model's chat template. */
@@ -40,27 +64,61 @@ export class ChatForm implements CompletionForm {
   readonly idPrefix = 'chatcmpl-';
   readonly promptField = 'messages';
   readonly startOfText = false;
+  /** With tools: the call syntax of the instance's template (known once prompt() has run), and the stream of a streamed answer. */
+  private syntax: ToolSyntax | null = null;
+  private stream: ToolCallStream | null = null;
+  private streamedCalls = false;
 
-  constructor(private readonly messages: ChatMessage[]) {}
+  constructor(
+    private readonly messages: ChatMessage[],
+    private readonly format: ResponseFormat = { type: 'text' },
+    private readonly tools?: ToolsRequest,
+  ) {}
 
   prompt(instance: LlmInstance): number[] {
-    return instance.chatPrompt(instance.template.render(this.messages));
+    if (this.tools) this.syntax = TOOL_SYNTAXES[instance.template.toolFamily];
+    return instance.chatPrompt(instance.template.render(this.messages, this.tools?.tools ?? []));
+  }
+
+  constraint(instance: LlmInstance): OutputConstraint | undefined {
+    const t = this.tools;
+    if (!t) return formatConstraint(instance, this.format);
+    const family = instance.template.toolFamily;
+    const source = { tools: t.tools, choice: t.choice, parallel: t.parallel, family };
+    if (t.choice === 'auto') {
+      return { grammar: compiledGrammar(instance, source, () => lazyToolGrammar(family, t.tools, t.parallel).grammar, 'tools'), trigger: LAZY_TRIGGERS[family] };
+    }
+    const choice = t.choice;
+    return { grammar: compiledGrammar(instance, source, () => eagerToolGrammar(family, t.tools, choice, t.parallel), 'tools') };
   }
 
   whole(text: string, finish: FinishReason): Choice[] {
-    return [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }];
+    if (!this.syntax) return [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }];
+    const { content, calls } = parseToolCalls(this.syntax, text);
+    if (calls.length === 0) return [{ index: 0, message: { role: 'assistant', content: content ?? '' }, logprobs: null, finish_reason: finish }];
+    const toolCalls = calls.map((c) => ({ id: toolCallId(), type: 'function', function: { name: c.name, arguments: c.arguments } }));
+    return [{ index: 0, message: { role: 'assistant', content, tool_calls: toolCalls }, logprobs: null, finish_reason: finish === 'stop' ? 'tool_calls' : finish }];
   }
 
-  opening(): Choice[] {
-    return [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }];
+  opening(): Choice {
+    if (this.syntax) this.stream = new ToolCallStream(this.syntax);
+    return { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null };
   }
 
-  delta(text: string): Choice[] {
-    return [{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }];
+  deltas(text: string): Choice[] {
+    if (!this.stream) return [{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }];
+    return this.stream.push(text).map((d) => this.chunkOf(d));
   }
 
   closing(finish: FinishReason): Choice[] {
-    return [{ index: 0, delta: {}, logprobs: null, finish_reason: finish }];
+    const rest = this.stream ? this.stream.finish().map((d) => this.chunkOf(d)) : [];
+    const reason = this.streamedCalls && finish === 'stop' ? 'tool_calls' : finish;
+    return [...rest, { index: 0, delta: {}, logprobs: null, finish_reason: reason }];
+  }
+
+  private chunkOf(delta: ChatDelta): Choice {
+    if ('tool_calls' in delta) this.streamedCalls = true;
+    return { index: 0, delta, logprobs: null, finish_reason: null };
   }
 }
 
@@ -72,7 +130,10 @@ export class TextForm implements CompletionForm {
   readonly promptField = 'prompt';
   readonly startOfText: boolean;
 
-  constructor(private readonly text: string) {
+  constructor(
+    private readonly text: string,
+    private readonly format: ResponseFormat = { type: 'text' },
+  ) {
     this.startOfText = text === '';
   }
 
@@ -80,15 +141,19 @@ export class TextForm implements CompletionForm {
     return instance.textPrompt(this.text);
   }
 
+  constraint(instance: LlmInstance): OutputConstraint | undefined {
+    return formatConstraint(instance, this.format);
+  }
+
   whole(text: string, finish: FinishReason): Choice[] {
     return [{ index: 0, text, logprobs: null, finish_reason: finish }];
   }
 
-  opening(): Choice[] {
-    return this.delta('');
+  opening(): Choice {
+    return { index: 0, text: '', logprobs: null, finish_reason: null };
   }
 
-  delta(text: string): Choice[] {
+  deltas(text: string): Choice[] {
     return [{ index: 0, text, logprobs: null, finish_reason: null }];
   }
 
@@ -133,17 +198,17 @@ export class Answer {
    */
   async *chunks(): AsyncGenerator<Record<string, unknown>> {
     const usage = this.params.includeUsage ? { usage: null } : {};
-    const chunk = (choices: Choice[]) => ({ ...this.base, object: this.form.chunkObject, choices, ...usage });
+    const chunk = (choice: Choice) => ({ ...this.base, object: this.form.chunkObject, choices: [choice], ...usage });
     yield chunk(this.form.opening());
     const it = this.completion.text();
     try {
       let step = await it.next();
       while (!step.done) {
-        yield chunk(this.form.delta(step.value));
+        for (const choice of this.form.deltas(step.value)) yield chunk(choice);
         step = await it.next();
       }
       this.metrics.requestFinished(this.modelId, step.value);
-      yield chunk(this.form.closing(step.value.finishReason));
+      for (const choice of this.form.closing(step.value.finishReason)) yield chunk(choice);
       if (this.params.includeUsage) yield { ...this.base, object: this.form.chunkObject, choices: [], usage: usageJson(step.value) };
     } finally {
       // Leaving early (the client went away) ends the text stream, which cancels the sequence.
@@ -165,6 +230,6 @@ export function startAnswer(library: LibraryService, metrics: LlmMetrics, modelI
   const arrived = performance.now();
   const instance = library.instance(modelId);
   metrics.requestArrived(modelId);
-  const completion = new Completion(instance, form.prompt(instance), params, arrived, form.startOfText, form.promptField);
+  const completion = new Completion(instance, form.prompt(instance), params, arrived, form.startOfText, form.promptField, form.constraint(instance));
   return new Answer(modelId, form, params, completion, metrics);
 }

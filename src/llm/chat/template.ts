@@ -1,13 +1,24 @@
 // Chat prompts: the model's own `tokenizer.chat_template` (Jinja) rendered with
 // @huggingface/jinja, or, for a model without one, DEFAULT_CHAT_TEMPLATE below (documented in
 // the README): plain "User:" / "Assistant:" turns that base models continue sensibly.
+// With tools, the template gets them the way its family expects (tool-prompt.ts).
 import { Template } from '@huggingface/jinja';
 import { invalidArgument } from '../../errors.js';
+import { detectToolFamily, type ToolFamily } from './tool-formats.js';
+import type { ToolDefinition } from './tool-params.js';
+import { defaultToolMessages, nativeMessages, type TemplateMessage, templateTools } from './tool-prompt.js';
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
+/** A call the assistant made earlier in the conversation; `arguments` is JSON object text. */
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
 }
+
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[] }
+  | { role: 'tool'; content: string; tool_call_id: string };
 
 export const DEFAULT_CHAT_TEMPLATE =
   "{% for message in messages %}" +
@@ -19,20 +30,59 @@ export const DEFAULT_CHAT_TEMPLATE =
 
 export class ChatTemplate {
   private readonly template: Template;
+  /** The syntax the model writes tool calls in (tool-formats.ts). */
+  readonly toolFamily: ToolFamily;
+  /** Whether the template renders tools and calls itself; if not, the default preamble does. */
+  readonly nativeTools: boolean;
 
   constructor(
     readonly source: string,
     private readonly specials: { bos_token: string; eos_token: string },
   ) {
     this.template = new Template(source);
+    ({ family: this.toolFamily, native: this.nativeTools } = detectToolFamily(source));
   }
 
-  render(messages: ChatMessage[]): string {
+  /** The prompt for `messages`, offering `tools` (none: a plain conversation). */
+  render(messages: ChatMessage[], tools: readonly ToolDefinition[] = []): string {
+    if (this.nativeTools) {
+      const view = nativeMessages(messages, this.toolFamily === 'mistral');
+      if (tools.length === 0) return this.renderOrRefuse(view, undefined);
+      return this.withTools(() => this.run(view, templateTools(tools)), view);
+    }
+    if (tools.length === 0) return this.renderOrRefuse(defaultToolMessages(messages, []), undefined);
+    // Some templates refuse the system role: then the tool list opens the first user turn.
+    return this.withTools(() => {
+      try {
+        return this.run(defaultToolMessages(messages, tools), undefined);
+      } catch {
+        return this.run(defaultToolMessages(messages, tools, true), undefined);
+      }
+    }, defaultToolMessages(messages, []));
+  }
+
+  private run(messages: TemplateMessage[], tools: unknown[] | undefined): string {
+    const context: Record<string, unknown> = { messages, add_generation_prompt: true, ...this.specials };
+    if (tools !== undefined) context.tools = tools;
+    return this.template.render(context);
+  }
+
+  private renderOrRefuse(messages: TemplateMessage[], tools: unknown[] | undefined): string {
     try {
-      return this.template.render({ messages, add_generation_prompt: true, ...this.specials });
+      return this.run(messages, tools);
     } catch (err) {
       // Templates raise errors for conversations they refuse (e.g. roles out of order).
       throw invalidArgument(`the model's chat template refused the messages: ${(err as Error).message}`, 'messages');
+    }
+  }
+
+  /** Renders with tools; if the template raises, blames the tools only if it takes the messages without them. */
+  private withTools(render: () => string, plain: TemplateMessage[]): string {
+    try {
+      return render();
+    } catch (err) {
+      this.renderOrRefuse(plain, undefined);
+      throw invalidArgument(`the model's chat template refused the tools: ${(err as Error).message}`, 'tools');
     }
   }
 }

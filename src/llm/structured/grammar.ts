@@ -229,6 +229,10 @@ export class GrammarBuilder {
     return min === 0 ? this.optional(some) : some;
   }
 
+  /**
+   * The grammar of `root`. Alternatives that reference a rule with no finite derivation (a
+   * recursion with no way out) are dropped: a sampler that entered one could never finish.
+   */
   build(root: Sequence): Grammar {
     const id = this.declare();
     this.define(id, [root]);
@@ -236,8 +240,43 @@ export class GrammarBuilder {
       if (r === null) throw new Error(`rule ${i} was declared but never defined`);
       return r;
     });
-    return { rules, root: id };
+    const productive = productiveRules(rules);
+    if (!productive[id]) throw new Error('the grammar matches no string (every derivation recurses forever)');
+    const finite = (seq: Sequence) => seq.every((item) => !('rule' in item) || productive[item.rule]);
+    const pruned = rules.map((alternatives, i) => (productive[i] && !alternatives.every(finite) ? alternatives.filter(finite) : alternatives));
+    return { rules: pruned, root: id };
   }
+}
+
+/** For each rule, whether it derives some finite string (a worklist from the terminals up). */
+function productiveRules(rules: ReadonlyArray<ReadonlyArray<Sequence>>): boolean[] {
+  const productive = rules.map(() => false);
+  const waiting: number[] = []; // per alternative: rule items not yet known productive
+  const owner: number[] = [];
+  const uses: number[][] = rules.map(() => []); // per rule: the alternatives that reference it, once per use
+  const ready: number[] = [];
+  for (const [r, alternatives] of rules.entries()) {
+    for (const seq of alternatives) {
+      const alt = owner.length;
+      owner.push(r);
+      let n = 0;
+      for (const item of seq) {
+        if ('rule' in item) {
+          uses[item.rule]!.push(alt);
+          n++;
+        }
+      }
+      waiting.push(n);
+      if (n === 0) ready.push(r);
+    }
+  }
+  while (ready.length > 0) {
+    const r = ready.pop()!;
+    if (productive[r]) continue;
+    productive[r] = true;
+    for (const alt of uses[r]!) if (--waiting[alt]! === 0) ready.push(owner[alt]!);
+  }
+  return productive;
 }
 
 /** The grammar in the Int32Array form that the addon's llmCompileGrammar reads. */

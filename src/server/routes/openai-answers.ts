@@ -9,6 +9,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { invalidArgument } from '../../errors.js';
 import { chatMessages, samplingParams } from '../../llm/chat/params.js';
 import { ChatForm, TextForm, startAnswer, type CompletionForm } from '../../llm/chat/serve.js';
+import { responseFormat } from '../../llm/chat/response-format.js';
+import { parseParallelToolCalls, parseToolChoice, parseTools } from '../../llm/chat/tool-params.js';
 import type { LibraryDeployment, LibraryService } from '../../llm/library/service.js';
 import type { LibraryForwarder } from '../forward.js';
 import type { LlmMetrics } from '../../llm/metrics.js';
@@ -56,7 +58,26 @@ export const chatAnswerSchema = answerSchema({
   required: ['index', 'message', 'logprobs', 'finish_reason'],
   properties: {
     index: { type: 'integer' },
-    message: { type: 'object', required: ['role', 'content'], properties: { role: { type: 'string' }, content: { type: 'string' } } },
+    message: {
+      type: 'object',
+      required: ['role', 'content'],
+      properties: {
+        role: { type: 'string' },
+        content: { type: ['string', 'null'] },
+        tool_calls: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['id', 'type', 'function'],
+            properties: {
+              id: { type: 'string' },
+              type: { type: 'string' },
+              function: { type: 'object', required: ['name', 'arguments'], properties: { name: { type: 'string' }, arguments: { type: 'string' } } },
+            },
+          },
+        },
+      },
+    },
     logprobs: { type: 'null' },
     finish_reason: { type: 'string' },
   },
@@ -92,12 +113,22 @@ export async function liveModelCard(library: LibraryService, modelId: string, pa
 }
 
 /** The chat form of a body: its `messages`, checked. */
-export const chatForm = (body: OpenAiBody): CompletionForm => new ChatForm(chatMessages(body.messages));
+export function chatForm(body: OpenAiBody): CompletionForm {
+  const messages = chatMessages(body.messages);
+  const format = responseFormat(body.response_format);
+  const tools = parseTools(body.tools);
+  const choice = parseToolChoice(body.tool_choice, tools);
+  const parallel = parseParallelToolCalls(body.parallel_tool_calls);
+  if (choice === 'none') return new ChatForm(messages, format);
+  // One grammar per generation: a tool call's or the response format's, not both.
+  if (format.type !== 'text') throw invalidArgument('response_format cannot be combined with tools unless tool_choice is "none"', 'response_format');
+  return new ChatForm(messages, format, { tools, choice, parallel });
+}
 
 /** The legacy completion form of a body: its `prompt`, a string. */
 export function textForm(body: OpenAiBody): CompletionForm {
   if (typeof body.prompt !== 'string') throw invalidArgument('prompt must be a string', 'prompt');
-  return new TextForm(body.prompt);
+  return new TextForm(body.prompt, responseFormat(body.response_format));
 }
 
 /**
