@@ -69,8 +69,8 @@ describe('chat templates with tools', () => {
     expect(new ChatTemplate(DEFAULT_CHAT_TEMPLATE, { bos_token: '', eos_token: '' })).toMatchObject({ toolFamily: 'hermes', nativeTools: false });
     // Llama 3.2's template has no <|python_tag|>, but declares the ipython environment.
     expect(detectToolFamily('{% if tools %}Environment: ipython{% endif %}')).toEqual({ family: 'llama3', native: true });
-    // Tools in an unknown syntax: the default.
-    expect(detectToolFamily('{% for t in tools %}<function>{{ t }}</function>{% endfor %}')).toEqual({ family: 'hermes', native: false });
+    // Tools in an unknown syntax: the template renders them, calls are read as Hermes ones.
+    expect(detectToolFamily('{% for t in tools %}<function>{{ t }}</function>{% endfor %}')).toEqual({ family: 'hermes', native: true });
   });
 
   it('Llama 3.1 renders the tools, the call and the result', () => {

@@ -157,5 +157,7 @@ export function detectToolFamily(source: string): { family: ToolFamily; native: 
   if (source.includes(HERMES_OPEN)) return { family: 'hermes', native: true };
   // Llama 3.1 writes <|python_tag|>; 3.2 does not, but both declare the ipython environment.
   if (source.includes(LLAMA_PYTHON_TAG) || source.includes('Environment: ipython')) return { family: 'llama3', native: true };
-  return { family: 'hermes', native: false };
+  // A template of another family that reads `tools` still renders them itself (and may refuse
+  // them: a 400 naming tools); its calls are read in the Hermes syntax, the most common one.
+  return { family: 'hermes', native: true };
 }

@@ -70,7 +70,7 @@ class CallGrammar {
 
   /** `one`, or with parallel calls, `one` then any more, each after `separator`. */
   some(one: Sequence, separator: Sequence, parallel: boolean): Sequence {
-    return parallel ? [...one, ...this.b.repeat([...separator, ...one], 0, Infinity)] : one;
+    return parallel ? [...one, ...this.b.repeat([...separator, ...one], 0, MAX_PARALLEL_CALLS - 1)] : one;
   }
 }
 
@@ -114,6 +114,9 @@ function eager(family: ToolFamily, tools: readonly ToolDefinition[], parallel: b
   }
 }
 
+/** Calls in one answer at most, with parallel_tool_calls: a weak model cannot call tools forever. */
+export const MAX_PARALLEL_CALLS = 8;
+
 /** What starts a call in each family's syntax: the text a lazy grammar waits for. */
 export const LAZY_TRIGGERS: Readonly<Record<ToolFamily, string>> = { llama3: LLAMA_TRIGGER, hermes: HERMES_OPEN, mistral: MISTRAL_TAG };
 
@@ -132,7 +135,7 @@ function lazy(family: ToolFamily, tools: readonly ToolDefinition[], parallel: bo
       const call = b.rule([g.call()]);
       const first = [...g.ws(), ...call, ...g.ws(), ...b.literal(HERMES_CLOSE)];
       const next = [...g.ws(), ...b.literal(HERMES_OPEN), ...first];
-      return { trigger: LAZY_TRIGGERS.hermes, grammar: b.build(parallel ? [...first, ...b.repeat(next, 0, Infinity)] : first) };
+      return { trigger: LAZY_TRIGGERS.hermes, grammar: b.build(parallel ? [...first, ...b.repeat(next, 0, MAX_PARALLEL_CALLS - 1)] : first) };
     }
     case 'mistral': {
       const separator = [...g.ws(), ...b.literal(','), ...g.ws()];
