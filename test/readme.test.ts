@@ -154,7 +154,7 @@ describe('the README, run as written', () => {
     for (const linked of ['node_modules', 'dist', 'build', 'build-cuda', 'examples', 'package.json', 'package-lock.json']) {
       if (fs.existsSync(path.join(ROOT, linked))) fs.symlinkSync(path.join(ROOT, linked), path.join(work, linked));
     }
-    writeTinyChatModel(path.join(work, 'home/Downloads'), 'tinyllama-1.1b-chat-v1.0.Q4_K_M', { chatTemplate: ZEPHYR_TEMPLATE });
+    writeTinyChatModel(path.join(work, 'home/Downloads'), 'tinyllama-1.1b-chat-v1.0.Q4_K_M', { chatTemplate: ZEPHYR_TEMPLATE, nCtx: 2048 });
     const inherited = (process.env.PATH ?? '').split(':').filter((p) => !p.includes('node_modules'));
     shell = new UserShell(work, {
       PATH: inherited.join(':'),
