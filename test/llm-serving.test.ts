@@ -225,7 +225,7 @@ describe('bad input', () => {
     expect(((await res.json()) as any).error.message).toBe('the model in the body ("other") is not the model in the URL ("tiny")');
   });
   it('unsupported fields are refused by name', async () => {
-    await expect400({ messages: hello, tools: [{ type: 'function', function: { name: 'f' } }] }, 'tools', /tools is not supported/);
+    await expect400({ messages: hello, functions: [{ name: 'f' }] }, 'functions', /functions is not supported/);
     await expect400({ messages: hello, n: 2 }, 'n', /n is not supported/);
     await expect400({ messages: hello, logprobs: true }, 'logprobs', /logprobs is not supported/);
   });
@@ -236,7 +236,7 @@ describe('bad input', () => {
   });
   it('bad messages', async () => {
     await expect400({ messages: [] }, 'messages', /non-empty/);
-    await expect400({ messages: [{ role: 'robot', content: 'x' }] }, 'messages[0].role', /must be "system", "developer", "user" or "assistant"/);
+    await expect400({ messages: [{ role: 'robot', content: 'x' }] }, 'messages[0].role', /must be "system", "developer", "user", "assistant" or "tool"/);
     await expect400({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, 'messages[0].content[0]', /text only/);
   });
   it('a prompt longer than the context says the limits (max_tokens beyond it is clamped: test/llm-openai-root.test.ts)', async () => {
