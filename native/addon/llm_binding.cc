@@ -17,6 +17,7 @@
 #include "llm_binding.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <string>
@@ -131,6 +132,7 @@ Napi::Value event_to_js(const Napi::Env& env, Event& ev) {
   if (!ev.error.empty()) o.Set("error", ev.error);
   o.Set("promptTokens", Napi::Number::New(env, static_cast<double>(ev.prompt_tokens)));
   o.Set("completionTokens", Napi::Number::New(env, static_cast<double>(ev.completion_tokens)));
+  o.Set("cachedTokens", Napi::Number::New(env, static_cast<double>(ev.cached_tokens)));
   o.Set("queuedMs", ev.queued_ms);
   o.Set("prefillMs", ev.prefill_ms);
   o.Set("decodeMs", ev.decode_ms);
@@ -213,6 +215,14 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   opt.max_batch_tokens = static_cast<int32_t>(r.option(o, kMaxBatchTokens));
   opt.simd = r.simd_option(o);
   if (auto backend = r.option_choice(o, "backend", {"cpu", "cuda"})) opt.backend = *backend;
+  // Prefix caching: on unless PLATFORM_PREFIX_CACHE=0 or the option says otherwise.
+  const char* prefix_env = std::getenv("PLATFORM_PREFIX_CACHE");
+  opt.prefix_cache = !(prefix_env != nullptr && std::string(prefix_env) == "0");
+  const Napi::Value prefix = o.Get("prefixCache");
+  if (!prefix.IsUndefined()) {
+    if (!prefix.IsBoolean()) r.type_error("options.prefixCache must be true or false");
+    opt.prefix_cache = prefix.As<Napi::Boolean>().Value();
+  }
 
   // The dispatcher: unwraps each native batch into JS objects and keeps the ref count.
   auto js = std::make_shared<JsSide>();
@@ -281,6 +291,11 @@ Napi::Value Generate(const Napi::CallbackInfo& info) {
     s.has_seed = true;
     s.seed = static_cast<uint64_t>(r.option(o, kSeed));
   }
+  const Napi::Value salt = o.Get("cacheSalt");
+  if (!salt.IsUndefined()) {
+    if (!salt.IsString()) r.type_error("options.cacheSalt must be a string");
+    req.cache_salt = salt.As<Napi::String>().Utf8Value();
+  }
   const Napi::Value grammar = o.Get("grammar");
   if (!grammar.IsUndefined()) {
     if (grammar.Type() != napi_external || !grammar.As<Napi::External<GrammarRef>>().CheckTypeTag(&kGrammarTag)) {
@@ -330,6 +345,9 @@ Napi::Value Stats(const Napi::CallbackInfo& info) {
   o.Set("kvBlockSize", Napi::Number::New(env, static_cast<double>(s.kv_block_size)));
   o.Set("steps", Napi::Number::New(env, static_cast<double>(s.steps)));
   o.Set("tokensGenerated", Napi::Number::New(env, static_cast<double>(s.tokens_generated)));
+  o.Set("kvBlocksCached", Napi::Number::New(env, static_cast<double>(s.kv_blocks_cached)));
+  o.Set("prefixCacheQueries", Napi::Number::New(env, static_cast<double>(s.prefix_queries)));
+  o.Set("prefixCacheHits", Napi::Number::New(env, static_cast<double>(s.prefix_hits)));
   return o;
 }
 

@@ -44,7 +44,10 @@ EngineStats Engine::stats() {
   EngineStats st;
   st.running = counts.running;
   st.waiting = counts.waiting;
-  st.kv_blocks_used = kv.used_blocks();
+  st.kv_blocks_used = kv.pinned_blocks();
+  st.kv_blocks_cached = kv.cached_blocks();
+  st.prefix_queries = counts.prefix_queries;
+  st.prefix_hits = counts.prefix_hits;
   st.kv_blocks_reserved = counts.reserved_blocks;
   st.kv_blocks_total = kv.total_blocks();
   st.kv_block_size = kv.block_size();

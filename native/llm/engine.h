@@ -30,6 +30,8 @@ struct EngineStats {
   int64_t running = 0, waiting = 0;
   int64_t kv_blocks_used = 0, kv_blocks_reserved = 0, kv_blocks_total = 0, kv_block_size = 0;
   uint64_t steps = 0, tokens_generated = 0;
+  int64_t kv_blocks_cached = 0;               // cached prefix blocks no sequence holds
+  uint64_t prefix_queries = 0, prefix_hits = 0;  // prompt tokens looked up / found in the prefix cache
 };
 
 class Engine {

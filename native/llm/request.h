@@ -20,6 +20,7 @@ struct GenerateRequest {
   bool logits_only = false;  // run the prompt, return logits, generate nothing
   bool all_logits = false;   // logits_only: every position, not just the last
   GrammarConstraint grammar; // grammar.grammar set: the output must match it (grammar_matcher.h)
+  std::string cache_salt;    // prefix caching: only requests with the same salt share cached blocks
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };
@@ -43,6 +44,7 @@ struct Event {
   FinishReason reason = FinishReason::kStop;
   std::string error;
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
   double queued_ms = 0, prefill_ms = 0, decode_ms = 0;
   std::vector<float> logits;  // kLogits: [positions][vocab]
 };

@@ -20,7 +20,7 @@ const uint32_t* Sequence::step_mask() {
 }
 
 Scheduler::Scheduler(const ModelConfig& config, const EngineOptions& options, int64_t context, int64_t kv_blocks)
-    : config_(config), options_(options), context_(context), kv_(options.block_size, kv_blocks) {}
+    : config_(config), options_(options), context_(context), kv_(options.block_size, kv_blocks, options.prefix_cache) {}
 
 uint64_t Scheduler::submit(GenerateRequest req) {
   const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
@@ -40,7 +40,7 @@ uint64_t Scheduler::submit(GenerateRequest req) {
   auto s = std::make_shared<Sequence>(std::move(req), config_.vocab);
   const int64_t wanted = s->req.logits_only ? n_prompt : n_prompt + s->req.max_tokens;
   s->limit = std::min({wanted, context_, kv_.total_blocks() * bs});
-  s->reserved = (s->limit + bs - 1) / bs;
+  s->salt = std::hash<std::string>{}(s->req.cache_salt);
   s->t_submit = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) throw EngineError("unloaded", "the model has been unloaded");
@@ -73,7 +73,9 @@ Scheduler::Counts Scheduler::counts() {
   Counts c;
   c.running = static_cast<int64_t>(running_.size());
   c.waiting = static_cast<int64_t>(waiting_.size());
-  c.reserved_blocks = reserved_blocks_;
+  c.reserved_blocks = kv_.pinned_blocks() + outstanding_;
+  c.prefix_queries = prefix_queries_;
+  c.prefix_hits = prefix_hits_;
   return c;
 }
 
@@ -82,6 +84,8 @@ void Scheduler::finish(Sequence& s, FinishReason reason, std::vector<Event>& eve
   s.done = true;
   kv_.release(s.blocks);
   s.blocks.clear();
+  outstanding_ -= s.reserved - s.allocated;  // what it reserved and never took
+  s.reserved = s.allocated = 0;
   const auto now = Clock::now();
   Event e;
   e.type = Event::Type::kDone;
@@ -90,6 +94,7 @@ void Scheduler::finish(Sequence& s, FinishReason reason, std::vector<Event>& eve
   e.error = error;
   e.prompt_tokens = static_cast<int64_t>(s.req.prompt.size());
   e.completion_tokens = static_cast<int64_t>(s.generated.size());
+  e.cached_tokens = s.cached_tokens;
   const bool admitted = s.t_admit != Clock::time_point{};
   const bool started = s.t_first != Clock::time_point{};
   e.queued_ms = ms_between(s.t_submit, admitted ? s.t_admit : now);
@@ -116,7 +121,6 @@ void Scheduler::retire_cancelled(bool all, std::vector<Event>& events) {
   for (auto it = running_.begin(); it != running_.end();) {
     if (all || (*it)->cancelled.load()) {
       finish(**it, FinishReason::kCancelled, events);
-      reserved_blocks_ -= (*it)->reserved;
       it = running_.erase(it);
     } else {
       ++it;
@@ -124,15 +128,48 @@ void Scheduler::retire_cancelled(bool all, std::vector<Event>& events) {
   }
 }
 
-// Admits in arrival order; a head that does not fit waits (no overtaking, no starvation). mu_ held.
+// Admits in arrival order; a head that does not fit waits (no overtaking, no starvation). The
+// head's prompt is looked up in the prefix cache first: its cached full blocks (never the whole
+// prompt: the last token must run to give logits) cost nothing when other sequences hold them,
+// one block each when they are only cached, and spare it their prefill. The budget holds while
+// pinned blocks plus reservations not yet taken fit the cache. mu_ held.
 void Scheduler::admit() {
-  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < options_.max_running &&
-         reserved_blocks_ + waiting_.front()->reserved <= kv_.total_blocks()) {
-    auto s = waiting_.front();
+  const int64_t bs = kv_.block_size();
+  std::vector<int32_t> hits;
+  std::vector<uint64_t> hashes;
+  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < options_.max_running) {
+    Sequence& s = *waiting_.front();
+    const int64_t n_prompt = static_cast<int64_t>(s.req.prompt.size());
+    if (!s.req.logits_only) kv_.match(s.req.prompt, s.salt, (n_prompt - 1) / bs, hits, hashes);
+    else hits.clear(), hashes.clear();
+    const int64_t needed = (s.limit + bs - 1) / bs - static_cast<int64_t>(hits.size());
+    if (kv_.pinned_blocks() + outstanding_ + needed + kv_.unpinned(hits) > kv_.total_blocks()) break;
+    kv_.take(hits);
+    s.blocks = hits;
+    s.hashes = hashes;
+    s.n_past = static_cast<int64_t>(hits.size()) * bs;
+    s.cached_tokens = s.n_past;
+    s.reserved = needed;
+    outstanding_ += needed;
+    if (kv_.prefix_caching() && !s.req.logits_only) {
+      prefix_queries_ += static_cast<uint64_t>(n_prompt);
+      prefix_hits_ += static_cast<uint64_t>(s.cached_tokens);
+    }
+    s.t_admit = Clock::now();
+    running_.push_back(waiting_.front());
     waiting_.pop_front();
-    reserved_blocks_ += s->reserved;
-    s->t_admit = Clock::now();
-    running_.push_back(std::move(s));
+  }
+}
+
+void Scheduler::publish_full_blocks(Sequence& s) {
+  const int64_t bs = kv_.block_size();
+  std::vector<int32_t> tokens(static_cast<size_t>(bs));
+  for (int64_t b = static_cast<int64_t>(s.hashes.size()); (b + 1) * bs <= s.n_past; ++b) {
+    for (int64_t i = 0; i < bs; ++i) tokens[i] = s.token_at(b * bs + i);
+    const uint64_t parent = b == 0 ? 0 : s.hashes[b - 1];
+    const uint64_t h = block_hash(parent, tokens.data(), bs, s.salt);
+    kv_.publish(s.blocks[b], h, parent, tokens.data(), s.salt);
+    s.hashes.push_back(h);
   }
 }
 
@@ -170,7 +207,11 @@ Schedule Scheduler::layout_step() {
   for (size_t i = 0; i < step.batch.size(); ++i) {
     Sequence& s = *step.seqs[i];
     BatchEntry& e = step.batch[i];
-    while (static_cast<int64_t>(s.blocks.size()) * bs < e.pos0 + e.n_tokens) s.blocks.push_back(kv_.allocate());
+    while (static_cast<int64_t>(s.blocks.size()) * bs < e.pos0 + e.n_tokens) {
+      s.blocks.push_back(kv_.allocate());
+      ++s.allocated;
+      --outstanding_;
+    }
     e.blocks = &s.blocks;
     step.first_logit.push_back(row);
     row += e.logit_rows();
@@ -205,6 +246,7 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
       const float* first = out.logits ? out.logits + step.first_logit[i] * c.vocab : nullptr;  // the entry's host rows
       if (e.all_logits) s.logits.insert(s.logits.end(), first, first + e.logit_rows() * c.vocab);  // every chunk
       s.n_past += e.n_tokens;
+      if (kv_.prefix_caching() && !s.done) publish_full_blocks(s);
       if (s.prefilling() || s.done) continue;  // more prompt to go
       if (s.req.logits_only) {
         if (!e.all_logits) s.logits.assign(first, first + c.vocab);
@@ -248,7 +290,6 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
   // Finished sequences leave the running set and give back their reservations.
   for (auto it = running_.begin(); it != running_.end();) {
     if ((*it)->done) {
-      reserved_blocks_ -= (*it)->reserved;
       it = running_.erase(it);
     } else {
       ++it;

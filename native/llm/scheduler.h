@@ -4,8 +4,9 @@
 //              fit waits (no overtaking, no starvation);
 //   reserve    a sequence reserves the blocks for min(prompt + max_tokens, context) positions
 //              when it is admitted, so decoding can never run out of cache (no preemption
-//              needed); the blocks themselves are taken from the free list as positions are
-//              written, and all go back when it finishes or is cancelled;
+//              needed), less the full prompt blocks the prefix cache already holds (kv_cache.h),
+//              which it shares; new blocks are taken as positions are written, and all go back
+//              (cached when published) when it finishes or is cancelled;
 //   a step     one token for every decoding sequence, plus prompt chunks of the sequences still
 //              prefilling, within max_batch_tokens (so a long prompt is spread over several steps
 //              and the running streams keep their pace);
@@ -42,8 +43,13 @@ struct Sequence {
   GenerateRequest req;
   Sampler sampler;
   int64_t limit = 0;            // positions this sequence may use (prompt + generated)
-  int64_t reserved = 0;         // KV blocks reserved at admission
+  int64_t reserved = 0;         // new KV blocks reserved at admission (the blocks of its limit
+                                // less those the prefix cache gave it)
+  int64_t allocated = 0;        // of those, taken so far
   std::vector<int32_t> blocks;  // block table
+  uint64_t salt = 0;            // the request's cache salt, hashed
+  std::vector<uint64_t> hashes; // the prefix-cache hashes of its full blocks, in order
+  int64_t cached_tokens = 0;    // prompt positions the prefix cache gave it
   int64_t n_past = 0;           // positions written to the KV cache
   std::vector<int32_t> generated;
   std::vector<float> logits;    // logits_only + all_logits: rows gathered across chunks
@@ -59,6 +65,11 @@ struct Sequence {
   // The token mask of this step, or null when the next token is free.
   const uint32_t* step_mask();
   bool prefilling() const { return n_past < static_cast<int64_t>(req.prompt.size()); }
+  // The token at position p (prompt, then generated).
+  int32_t token_at(int64_t p) const {
+    const int64_t n = static_cast<int64_t>(req.prompt.size());
+    return p < n ? req.prompt[p] : generated[p - n];
+  }
 };
 
 // One step's work: the forward pass's batch and the sequence of each entry, in the same order.
@@ -97,6 +108,7 @@ class Scheduler {
 
   struct Counts {
     int64_t running = 0, waiting = 0, reserved_blocks = 0;
+    uint64_t prefix_queries = 0, prefix_hits = 0;  // prompt tokens looked up in / found in the prefix cache
   };
   Counts counts();
   uint64_t tokens_generated() const { return generated_.load(); }
@@ -114,6 +126,8 @@ class Scheduler {
   void retire_cancelled(bool all, std::vector<Event>& events);
   void admit();
   Schedule layout_step();
+  // Publishes the sequence's blocks that its last step filled (prefix caching).
+  void publish_full_blocks(Sequence& s);
 
   const ModelConfig& config_;
   const EngineOptions options_;
@@ -127,7 +141,8 @@ class Scheduler {
   std::deque<std::shared_ptr<Sequence>> waiting_;
   std::vector<std::shared_ptr<Sequence>> running_;  // changed only by the engine's thread, under mu_
   std::unordered_map<uint64_t, std::shared_ptr<Sequence>> by_id_;
-  int64_t reserved_blocks_ = 0;
+  int64_t outstanding_ = 0;  // blocks reserved by running sequences and not yet taken
+  uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
   std::atomic<uint64_t> generated_{0};
 };
 

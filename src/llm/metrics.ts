@@ -65,6 +65,20 @@ export class LlmMetrics {
     gauge('platform:num_requests_running', 'Sequences in the running batch', (s) => s.running);
     gauge('platform:num_requests_waiting', 'Requests waiting for admission', (s) => s.waiting);
     gauge('platform:kv_cache_usage_perc', 'Fraction of KV cache blocks in use', (s) => (s.kvBlocksTotal > 0 ? s.kvBlocksUsed / s.kvBlocksTotal : 0));
+    // vLLM's prefix cache counters (prompt tokens), read from the engine's totals at each scrape.
+    const total = (name: string, help: string, read: (s: LlmModelStats) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames,
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const { modelId, stats } of liveStats()) this.inc({ model: modelId }, read(stats));
+        },
+      });
+    total('platform:prefix_cache_queries', 'Prompt tokens looked up in the prefix cache', (s) => s.prefixCacheQueries);
+    total('platform:prefix_cache_hits', 'Prompt tokens found in the prefix cache', (s) => s.prefixCacheHits);
   }
 
   requestArrived(modelId: string): void {

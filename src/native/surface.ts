@@ -152,6 +152,8 @@ export interface NativeLoadOptions {
   maxBatchTokens?: number;
   /** Kernels at or below this SIMD level (tests compare levels). */
   simd?: SimdLevel;
+  /** Reuse the KV cache of prompt prefixes seen before (default: on unless PLATFORM_PREFIX_CACHE=0). */
+  prefixCache?: boolean;
 }
 
 /** llmGenerate options; absent fields take the engine's defaults (llmOptionLimits.generate). */
@@ -172,6 +174,8 @@ export interface NativeGenerateOptions {
   frequencyPenalty?: number;
   /** Subtracted from a token's logit once it was generated, in [-2, 2]. */
   presencePenalty?: number;
+  /** Prefix caching: only generations with the same salt share cached prompt blocks. */
+  cacheSalt?: string;
   /** The output must match this grammar (llmCompileGrammar): only tokens it allows are sampled. */
   grammar?: NativeGrammarHandle;
   /** With grammar: the grammar applies only after the output contains this text (tool calls in "auto" mode). */
@@ -209,6 +213,8 @@ export interface NativeFinishEvent {
   error?: string;
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens whose KV came from the prefix cache. */
+  cachedTokens: number;
   queuedMs: number;
   prefillMs: number;
   decodeMs: number;
@@ -257,6 +263,11 @@ export interface NativeStats {
   kvBlockSize: number;
   steps: number;
   tokensGenerated: number;
+  /** Blocks holding cached prefixes that no sequence holds now (evicted when blocks run out). */
+  kvBlocksCached: number;
+  /** Prompt tokens looked up in the prefix cache, and found there, since the model loaded. */
+  prefixCacheQueries: number;
+  prefixCacheHits: number;
 }
 
 export interface LlmExports {

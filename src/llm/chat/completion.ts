@@ -13,6 +13,8 @@ export interface CompletionResult {
   finishReason: 'stop' | 'length';
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens whose KV came from the prefix cache. */
+  cachedTokens: number;
   /** From the request's arrival to the first generated token. */
   ttftMs: number | null;
   /** Mean gap between generated tokens after the first. */
@@ -69,6 +71,7 @@ export class Completion {
         ...(params.seed !== undefined ? { seed: params.seed } : {}),
         frequencyPenalty: params.frequencyPenalty,
         presencePenalty: params.presencePenalty,
+        cacheSalt: params.cacheSalt,
         ...(constraint ? { grammar: constraint.grammar.handle } : {}),
         ...(constraint?.trigger !== undefined ? { grammarTrigger: constraint.trigger } : {}),
       });
@@ -114,6 +117,7 @@ export class Completion {
       finishReason: this.stoppedByString || result.finishReason !== 'length' ? 'stop' : 'length',
       promptTokens: this.promptTokens.length,
       completionTokens: this.count,
+      cachedTokens: result.cachedTokens,
       ttftMs: this.firstTokenAt === null ? null : this.firstTokenAt - this.arrived,
       tpotMs: this.count > 1 && this.firstTokenAt !== null && this.lastTokenAt !== null ? (this.lastTokenAt - this.firstTokenAt) / (this.count - 1) : null,
       queuedMs: result.timings.queuedMs,

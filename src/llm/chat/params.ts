@@ -17,6 +17,8 @@ export interface SamplingParams {
   stop: string[];
   stream: boolean;
   includeUsage: boolean;
+  /** Prefix caching: requests share cached prompt blocks only with the same salt (the route adds the caller's key). */
+  cacheSalt: string;
 }
 
 type Body = Record<string, unknown>;
@@ -88,6 +90,8 @@ export function samplingParams(body: Body): SamplingParams {
   const includeUsage = options ? bool(options as Body, 'include_usage') ?? false : false;
   const stream = bool(body, 'stream') ?? false;
   if (includeUsage && !stream) throw invalidArgument('stream_options is only allowed when stream is true', 'stream_options');
+  const cacheSalt = body.cache_salt ?? '';
+  if (typeof cacheSalt !== 'string' || cacheSalt.length > 256) throw invalidArgument('cache_salt must be a string of at most 256 characters', 'cache_salt');
   return {
     maxTokens,
     temperature: number(body, 'temperature', 0, 2) ?? 1,
@@ -100,6 +104,7 @@ export function samplingParams(body: Body): SamplingParams {
     stop,
     stream,
     includeUsage,
+    cacheSalt,
   };
 }
 

@@ -162,7 +162,12 @@ export class TextForm implements CompletionForm {
   }
 }
 
-const usageJson = (r: CompletionResult) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens });
+const usageJson = (r: CompletionResult) => ({
+  prompt_tokens: r.promptTokens,
+  completion_tokens: r.completionTokens,
+  total_tokens: r.promptTokens + r.completionTokens,
+  prompt_tokens_details: { cached_tokens: r.cachedTokens },
+});
 
 /** A generation under way, answered once: whole() or chunks(). */
 export class Answer {

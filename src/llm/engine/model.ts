@@ -56,6 +56,8 @@ export interface GenerationResult {
   finishReason: FinishReason;
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens whose KV came from the prefix cache (their prefill was skipped). */
+  cachedTokens: number;
   tokens: number[];
   timings: GenerationTimings;
 }
@@ -143,6 +145,7 @@ function finishResult(e: NativeFinishEvent, tokens: number[]): GenerationResult 
     finishReason: reason,
     promptTokens: e.promptTokens,
     completionTokens: e.completionTokens,
+    cachedTokens: e.cachedTokens,
     tokens: tokens.slice(),
     timings: {
       queuedMs: e.queuedMs,

@@ -36,7 +36,12 @@ export const embeddingsBodySchema = {
 const usageSchema = {
   type: 'object',
   required: ['prompt_tokens', 'completion_tokens', 'total_tokens'],
-  properties: { prompt_tokens: { type: 'integer' }, completion_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } },
+  properties: {
+    prompt_tokens: { type: 'integer' },
+    completion_tokens: { type: 'integer' },
+    total_tokens: { type: 'integer' },
+    prompt_tokens_details: { type: 'object', properties: { cached_tokens: { type: 'integer' } } },
+  },
 } as const;
 
 /** A whole (non-streamed) answer; a streamed one bypasses serialization (sse.ts), so no schema covers its chunks. */
@@ -142,7 +147,9 @@ export async function answerCompletion(
   modelId: string,
   form: CompletionForm,
 ) {
-  const params = samplingParams(request.body);
+  // Prefix caching: two API keys never share cached prompt blocks; cache_salt separates further.
+  const body = samplingParams(request.body);
+  const params = { ...body, cacheSalt: `${request.apiKeyId ?? ''}\u0000${body.cacheSalt}` };
   // Another replica answers when the model runs there only, or the caller's session hashes there.
   if (await services.forwarder?.forwardIfElsewhere(request, reply, modelId)) return reply;
   // Why a model is not live here (404, 400, 503) comes from the database; a live one only from
