@@ -58,6 +58,9 @@ describe('sampling fields', () => {
         stop: ['\n\n', 'END'],
         stream: true,
         stream_options: { include_usage: true },
+        cache_salt: 'team-a',
+        logprobs: true,
+        top_logprobs: 3,
       }),
     ).toEqual({
       maxTokens: 42,
@@ -71,6 +74,8 @@ describe('sampling fields', () => {
       stop: ['\n\n', 'END'],
       stream: true,
       includeUsage: true,
+      cacheSalt: 'team-a',
+      logprobs: 3,
     });
   });
 
@@ -212,8 +217,6 @@ describe('OpenAI fields this engine does not implement', () => {
     ['function_call', 'auto', ['none']],
     ['n', 2, [1, '1']],
     ['best_of', 3, [1]],
-    ['logprobs', true, [false, null]],
-    ['top_logprobs', 5, [0, null]],
     ['logit_bias', { '50256': -100 }, [{}, null]],
     ['echo', true, [false]],
     ['suffix', 'tail', ['', null]],

@@ -41,7 +41,7 @@ const rangeMessage = (fn: string, key: string, l: NativeOptionLimit, got: number
 describe('llmOptionLimits', () => {
   it('lists every numeric option of the surface, frozen', () => {
     const load: Array<keyof NativeLoadOptions> = ['threads', 'contextLength', 'kvCacheBytes', 'maxRunningSequences', 'maxQueued', 'kvBlockSize', 'maxBatchTokens'];
-    const generate: Array<keyof NativeGenerateOptions> = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'frequencyPenalty', 'presencePenalty', 'seed'];
+    const generate: Array<keyof NativeGenerateOptions> = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'frequencyPenalty', 'presencePenalty', 'seed', 'logprobs'];
     expect(Object.keys(limits.load).sort()).toEqual([...load].sort());
     expect(Object.keys(limits.generate).sort()).toEqual([...generate].sort());
     expect(Object.isFrozen(limits) && Object.isFrozen(limits.load) && Object.isFrozen(limits.generate.maxTokens)).toBe(true);
@@ -67,7 +67,7 @@ describe('llmOptionLimits', () => {
     expect(limits.generate.maxTokens.default).toBe(16);
   });
 
-  for (const key of ['maxTokens', 'topK', 'topP', 'minP', 'temperature', 'frequencyPenalty', 'presencePenalty'] as const) {
+  for (const key of ['maxTokens', 'topK', 'topP', 'minP', 'temperature', 'frequencyPenalty', 'presencePenalty', 'logprobs'] as const) {
     it(`generate refuses ${key} just outside its range and takes it at the edges`, async () => {
       const l = limits.generate[key];
       const step = l.integer ? 1 : 0.5; // exact in binary, so both sides print it alike

@@ -227,7 +227,7 @@ describe('bad input', () => {
   it('unsupported fields are refused by name', async () => {
     await expect400({ messages: hello, functions: [{ name: 'f' }] }, 'functions', /functions is not supported/);
     await expect400({ messages: hello, n: 2 }, 'n', /n is not supported/);
-    await expect400({ messages: hello, logprobs: true }, 'logprobs', /logprobs is not supported/);
+    await expect400({ messages: hello, echo: true }, 'echo', /echo is not supported/);
   });
   it('strings that are not numbers, and numbers out of range', async () => {
     await expect400({ messages: hello, temperature: 'hot' }, 'temperature', /temperature must be a number, got "hot"/);

@@ -100,7 +100,8 @@ const NumberOption kMinP{"minP", kSampling.min_p, 0, 1, false};
 const NumberOption kFrequencyPenalty{"frequencyPenalty", kSampling.frequency_penalty, -2, 2, false};
 const NumberOption kPresencePenalty{"presencePenalty", kSampling.presence_penalty, -2, 2, false};
 const NumberOption kSeed{"seed", 0, 0, kMaxSafeInteger, true};
-const NumberOption* const kGenerateOptions[] = {&kMaxTokens, &kTemperature, &kTopK, &kTopP, &kMinP,
+const NumberOption kLogprobs{"logprobs", -1, -1, 1 << 20, true};  // -1: none; n: the token's and n alternatives
+const NumberOption* const kGenerateOptions[] = {&kMaxTokens, &kTemperature, &kTopK, &kTopP, &kMinP, &kLogprobs,
                                                 &kFrequencyPenalty, &kPresencePenalty, &kSeed};
 
 template <size_t N>
@@ -125,6 +126,17 @@ Napi::Value event_to_js(const Napi::Env& env, Event& ev) {
   if (ev.type == Event::Type::kToken) {
     o.Set("type", "token");
     o.Set("token", Napi::Number::New(env, ev.token));
+    if (ev.has_logprobs) {
+      o.Set("logprob", Napi::Number::New(env, ev.logprobs.logprob));
+      Napi::Array top = Napi::Array::New(env, ev.logprobs.top.size());
+      for (size_t i = 0; i < ev.logprobs.top.size(); ++i) {
+        Napi::Array pair = Napi::Array::New(env, 2);
+        pair.Set(uint32_t{0}, Napi::Number::New(env, ev.logprobs.top[i].first));
+        pair.Set(uint32_t{1}, Napi::Number::New(env, ev.logprobs.top[i].second));
+        top.Set(static_cast<uint32_t>(i), pair);
+      }
+      o.Set("top", top);
+    }
     return o;
   }
   o.Set("type", ev.type == Event::Type::kLogits ? "logits" : "done");
@@ -280,6 +292,7 @@ Napi::Value Generate(const Napi::CallbackInfo& info) {
   req.prompt = r.token_ids(1, "tokens");
   const Napi::Object o = r.options_object(2);
   req.max_tokens = static_cast<int32_t>(r.option(o, kMaxTokens));
+  req.logprobs = static_cast<int32_t>(r.option(o, kLogprobs));
   llm::SamplingParams& s = req.sampling;
   s.temperature = static_cast<float>(r.option(o, kTemperature));
   s.top_k = static_cast<int32_t>(r.option(o, kTopK));

@@ -85,7 +85,7 @@ StepOutput Engine::execute(const Schedule& step) {
   try {
     model_->forward(step.batch, *backend_);
     bool host_rows = !backend_->samples_on_device();
-    for (const Sequence* s : step.seqs) host_rows = host_rows || s->req.logits_only;
+    for (const Sequence* s : step.seqs) host_rows = host_rows || s->req.logits_only || s->req.logprobs >= 0;
     if (host_rows) out.logits = backend_->host_logits();
     std::vector<SampleRequest> requests;
     std::vector<size_t> requesters;
@@ -115,6 +115,14 @@ StepOutput Engine::execute(const Schedule& step) {
       std::vector<int32_t> tokens;
       backend_->sample(requests, tokens);
       for (size_t j = 0; j < requesters.size(); ++j) out.sampled[requesters[j]] = tokens[j];
+    }
+    // Log-probabilities from the host copy of the logits (read before a device sampled in place).
+    for (size_t i = 0; i < step.batch.size(); ++i) {
+      Sequence& s = *step.seqs[i];
+      if (s.req.logprobs < 0 || out.sampled[i] < 0) continue;
+      if (out.logprobs.empty()) out.logprobs.resize(step.batch.size());
+      const int64_t last_row = step.first_logit[i] + step.batch[i].logit_rows() - 1;
+      out.logprobs[i] = s.sampler.logprobs(out.logits + last_row * c.vocab, out.sampled[i], s.req.logprobs);
     }
   } catch (const std::exception& ex) {
     out.error = ex.what();

@@ -21,6 +21,14 @@ struct GenerateRequest {
   bool all_logits = false;   // logits_only: every position, not just the last
   GrammarConstraint grammar; // grammar.grammar set: the output must match it (grammar_matcher.h)
   std::string cache_salt;    // prefix caching: only requests with the same salt share cached blocks
+  int32_t logprobs = -1;     // >= 0: each token event carries its log-probability and this many alternatives
+};
+
+// A generated token's log-probability and the most likely alternatives (token, log-probability),
+// from the logits after the penalties, before the grammar's mask and the temperature.
+struct TokenLogprobs {
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };
@@ -47,6 +55,8 @@ struct Event {
   int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
   double queued_ms = 0, prefill_ms = 0, decode_ms = 0;
   std::vector<float> logits;  // kLogits: [positions][vocab]
+  bool has_logprobs = false;  // kToken of a request that asked for them
+  TokenLogprobs logprobs;
 };
 
 // A refused request. code: "overloaded", "context_length", "kv_cache", "unloaded".

@@ -13,6 +13,25 @@ double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53
 
 void Sampler::accept(int32_t token) { ++counts_[token]; }
 
+TokenLogprobs Sampler::logprobs(const float* logits, int32_t token, int32_t top_n) {
+  std::vector<float> l(logits, logits + vocab_);
+  for (const auto& [tok, count] : counts_) l[tok] -= p_.frequency_penalty * static_cast<float>(count) + p_.presence_penalty;
+  const float mx = *std::max_element(l.begin(), l.end());
+  double sum = 0.0;
+  for (float v : l) sum += std::exp(static_cast<double>(v) - mx);
+  const double lse = mx + std::log(sum);
+  TokenLogprobs out;
+  out.logprob = static_cast<float>(l[token] - lse);
+  const int64_t n = std::min<int64_t>(top_n, vocab_);
+  if (n > 0) {
+    std::vector<int32_t> ids(static_cast<size_t>(vocab_));
+    for (int64_t i = 0; i < vocab_; ++i) ids[i] = static_cast<int32_t>(i);
+    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+    for (int64_t i = 0; i < n; ++i) out.top.push_back({ids[i], static_cast<float>(l[ids[i]] - lse)});
+  }
+  return out;
+}
+
 int32_t Sampler::sample(const float* logits, const uint32_t* mask) {
   const float* l = logits;
   const bool penalties = (p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f) && !counts_.empty();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../backends/llm_backend.h"
+#include "request.h"
 
 namespace platform::llm {
 
@@ -27,6 +28,9 @@ class Sampler {
   int32_t sample(const float* logits, const uint32_t* mask = nullptr);
   // Records a generated token (for the penalties).
   void accept(int32_t token);
+  // The log-probability of `token` and the top_n most likely tokens (ties: lower id first), from
+  // logits[vocab] after this sequence's penalties (log-softmax in double precision).
+  TokenLogprobs logprobs(const float* logits, int32_t token, int32_t top_n);
 
   // For sampling on a device: the settings, the counts of generated tokens, and the draw that
   // sample() would make (one uniform when not greedy), so that seeds keep their meaning.

@@ -275,6 +275,10 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
       ev.type = Event::Type::kToken;
       ev.id = s.id;
       ev.token = token;
+      if (s.req.logprobs >= 0 && i < out.logprobs.size()) {
+        ev.has_logprobs = true;
+        ev.logprobs = out.logprobs[i];
+      }
       events.push_back(std::move(ev));
       // A grammar that can only end now ends the sequence without another step.
       if (s.matcher && s.matcher->must_end()) {

@@ -84,6 +84,7 @@ struct Schedule {
 // What a step's forward pass and sampling produced.
 struct StepOutput {
   std::vector<int32_t> sampled;   // [entries]: the next token, or -1 where none was sampled
+  std::vector<TokenLogprobs> logprobs;  // [entries]: for the entries whose request asked
   const float* logits = nullptr;  // the step's logits rows in host memory ([rows][vocab]), if read
   std::string error;              // non-empty: the step failed and every sequence in it ends
 };

@@ -174,6 +174,8 @@ export interface NativeGenerateOptions {
   frequencyPenalty?: number;
   /** Subtracted from a token's logit once it was generated, in [-2, 2]. */
   presencePenalty?: number;
+  /** Each token with its log-probability and this many most likely alternatives (default -1: none). */
+  logprobs?: number;
   /** Prefix caching: only generations with the same salt share cached prompt blocks. */
   cacheSalt?: string;
   /** The output must match this grammar (llmCompileGrammar): only tokens it allows are sampled. */
@@ -204,6 +206,9 @@ export interface NativeTokenEvent {
   id: number;
   type: 'token';
   token: number;
+  /** With the logprobs option: the token's log-probability and the top alternatives as [token, log-probability]. */
+  logprob?: number;
+  top?: Array<[number, number]>;
 }
 
 export interface NativeFinishEvent {

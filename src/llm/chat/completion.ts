@@ -8,6 +8,7 @@ import type { LlmInstance } from '../library/instance.js';
 import type { SamplingParams } from './params.js';
 import { StopMatcher } from './stop-strings.js';
 import type { OutputConstraint } from './constraint.js';
+import type { TokenLogprob } from './logprobs.js';
 
 export interface CompletionResult {
   finishReason: 'stop' | 'length';
@@ -40,6 +41,8 @@ export class Completion {
   private lastTokenAt: number | null = null;
   private count = 0;
   private stoppedByString = false;
+  /** Log-probabilities of the tokens generated since takeLogprobs() last ran. */
+  private logprobs: TokenLogprob[] = [];
 
   /** Starts generating at once (so that queueing starts now); iterate `text()` for the deltas. */
   constructor(
@@ -72,6 +75,7 @@ export class Completion {
         frequencyPenalty: params.frequencyPenalty,
         presencePenalty: params.presencePenalty,
         cacheSalt: params.cacheSalt,
+        ...(params.logprobs !== null ? { logprobs: params.logprobs } : {}),
         ...(constraint ? { grammar: constraint.grammar.handle } : {}),
         ...(constraint?.trigger !== undefined ? { grammarTrigger: constraint.trigger } : {}),
       });
@@ -86,7 +90,8 @@ export class Completion {
     const decoder = new StreamDecoder(this.instance.tokenizer, { startOfText: this.startOfText, special: this.constraint !== undefined });
     const stops = new StopMatcher(this.params.stop);
     try {
-      for await (const { token } of this.generation) {
+      for await (const { token, logprob, top } of this.generation) {
+        if (logprob !== undefined) this.logprobs.push({ token, logprob, top: top ?? [] });
         const now = performance.now();
         this.firstTokenAt ??= now;
         this.lastTokenAt = now;
@@ -122,6 +127,13 @@ export class Completion {
       tpotMs: this.count > 1 && this.firstTokenAt !== null && this.lastTokenAt !== null ? (this.lastTokenAt - this.firstTokenAt) / (this.count - 1) : null,
       queuedMs: result.timings.queuedMs,
     };
+  }
+
+  /** The log-probabilities of the tokens generated since the last call (logprobs asked for). */
+  takeLogprobs(): TokenLogprob[] {
+    const out = this.logprobs;
+    this.logprobs = [];
+    return out;
   }
 
   cancel(): void {

@@ -19,6 +19,28 @@ export interface SamplingParams {
   includeUsage: boolean;
   /** Prefix caching: requests share cached prompt blocks only with the same salt (the route adds the caller's key). */
   cacheSalt: string;
+  /** Token log-probabilities with this many alternatives per token (0-20), or null when not asked for. */
+  logprobs: number | null;
+}
+
+/** At most this many alternatives per token, as OpenAI allows. */
+export const MAX_TOP_LOGPROBS = 20;
+
+/**
+ * `logprobs` and `top_logprobs`: chat sends `logprobs: true` and `top_logprobs: n`, legacy
+ * completions `logprobs: n`.
+ */
+function logprobsParams(body: Body): number | null {
+  const raw = body.logprobs;
+  const top = number(body, 'top_logprobs', 0, MAX_TOP_LOGPROBS, true);
+  if (raw === undefined || raw === null || raw === false || raw === 'false') {
+    if (top !== undefined && top > 0) throw invalidArgument('top_logprobs needs logprobs: true', 'top_logprobs');
+    return null;
+  }
+  if (raw === true || raw === 'true') return top ?? 0;
+  const n = number(body, 'logprobs', 0, MAX_TOP_LOGPROBS, true);
+  if (top !== undefined) throw invalidArgument('top_logprobs goes with logprobs: true; with a number of logprobs, leave it out', 'top_logprobs');
+  return n ?? null;
 }
 
 type Body = Record<string, unknown>;
@@ -32,8 +54,6 @@ const UNSUPPORTED: Array<[string, (v: unknown) => boolean]> = [
   ['function_call', (v) => v !== undefined && v !== 'none'],
   ['n', (v) => v !== undefined && asNumber(v) !== 1],
   ['best_of', (v) => v !== undefined && asNumber(v) !== 1],
-  ['logprobs', (v) => v !== undefined && v !== false && v !== null],
-  ['top_logprobs', (v) => v !== undefined && v !== null && asNumber(v) !== 0],
   ['logit_bias', (v) => v !== undefined && v !== null && Object.keys(v as object).length > 0],
   ['echo', (v) => v === true],
   ['suffix', (v) => v !== undefined && v !== null && v !== ''],
@@ -105,6 +125,7 @@ export function samplingParams(body: Body): SamplingParams {
     stream,
     includeUsage,
     cacheSalt,
+    logprobs: logprobsParams(body),
   };
 }
 

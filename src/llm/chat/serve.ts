@@ -16,6 +16,8 @@ import { parseToolCalls, ToolCallStream, toolCallId, type ChatDelta } from './to
 import { TOOL_SYNTAXES, type ToolSyntax } from './tool-formats.js';
 import { eagerToolGrammar, LAZY_TRIGGERS, lazyToolGrammar } from './tool-grammar.js';
 import type { ToolDefinition } from './tool-params.js';
+import { chatLogprobs, textLogprobs, type TokenLogprob } from './logprobs.js';
+import type { Tokenizer } from '../tokenizer/index.js';
 
 type FinishReason = CompletionResult['finishReason'];
 type Choice = Record<string, unknown>;
@@ -40,6 +42,8 @@ export interface CompletionForm {
   opening(): Choice;
   deltas(text: string): Choice[];
   closing(finish: FinishReason): Choice[];
+  /** `logprobs` of a choice holding these tokens (after prompt() has run). */
+  logprobs(entries: readonly TokenLogprob[]): Record<string, unknown>;
 }
 
 /** The tools a chat request offers and how the model may use them (tool_choice "none" offers none). */
@@ -68,6 +72,7 @@ export class ChatForm implements CompletionForm {
   private syntax: ToolSyntax | null = null;
   private stream: ToolCallStream | null = null;
   private streamedCalls = false;
+  private tokenizer: Tokenizer | null = null;
 
   constructor(
     private readonly messages: ChatMessage[],
@@ -76,6 +81,7 @@ export class ChatForm implements CompletionForm {
   ) {}
 
   prompt(instance: LlmInstance): number[] {
+    this.tokenizer = instance.tokenizer;
     if (this.tools) this.syntax = TOOL_SYNTAXES[instance.template.toolFamily];
     return instance.chatPrompt(instance.template.render(this.messages, this.tools?.tools ?? []));
   }
@@ -116,6 +122,10 @@ export class ChatForm implements CompletionForm {
     return [...rest, { index: 0, delta: {}, logprobs: null, finish_reason: reason }];
   }
 
+  logprobs(entries: readonly TokenLogprob[]): Record<string, unknown> {
+    return chatLogprobs(this.tokenizer!, entries);
+  }
+
   private chunkOf(delta: ChatDelta): Choice {
     if ('tool_calls' in delta) this.streamedCalls = true;
     return { index: 0, delta, logprobs: null, finish_reason: null };
@@ -129,6 +139,9 @@ export class TextForm implements CompletionForm {
   readonly idPrefix = 'cmpl-';
   readonly promptField = 'prompt';
   readonly startOfText: boolean;
+  private tokenizer: Tokenizer | null = null;
+  /** Where the next token's text starts in the answer (legacy logprobs' text_offset). */
+  private textOffset = 0;
 
   constructor(
     private readonly text: string,
@@ -138,7 +151,14 @@ export class TextForm implements CompletionForm {
   }
 
   prompt(instance: LlmInstance): number[] {
+    this.tokenizer = instance.tokenizer;
     return instance.textPrompt(this.text);
+  }
+
+  logprobs(entries: readonly TokenLogprob[]): Record<string, unknown> {
+    const { value, end } = textLogprobs(this.tokenizer!, entries, this.textOffset);
+    this.textOffset = end;
+    return value;
   }
 
   constraint(instance: LlmInstance): OutputConstraint | undefined {
@@ -193,7 +213,9 @@ export class Answer {
       step = await it.next();
     }
     this.metrics.requestFinished(this.modelId, step.value);
-    return { ...this.base, object: this.form.object, choices: this.form.whole(text, step.value.finishReason), usage: usageJson(step.value) };
+    const choices = this.form.whole(text, step.value.finishReason);
+    if (this.params.logprobs !== null) choices[0]!.logprobs = this.form.logprobs(this.completion.takeLogprobs());
+    return { ...this.base, object: this.form.object, choices, usage: usageJson(step.value) };
   }
 
   /**
@@ -209,16 +231,24 @@ export class Answer {
     try {
       let step = await it.next();
       while (!step.done) {
-        for (const choice of this.form.deltas(step.value)) yield chunk(choice);
+        for (const choice of this.withLogprobs(this.form.deltas(step.value))) yield chunk(choice);
         step = await it.next();
       }
       this.metrics.requestFinished(this.modelId, step.value);
-      for (const choice of this.form.closing(step.value.finishReason)) yield chunk(choice);
+      for (const choice of this.withLogprobs(this.form.closing(step.value.finishReason))) yield chunk(choice);
       if (this.params.includeUsage) yield { ...this.base, object: this.form.chunkObject, choices: [], usage: usageJson(step.value) };
     } finally {
       // Leaving early (the client went away) ends the text stream, which cancels the sequence.
       await it.return(undefined as never);
     }
+  }
+
+  /** The tokens' log-probabilities since the last chunk go on the first of these chunks (when asked for). */
+  private withLogprobs(choices: Choice[]): Choice[] {
+    if (this.params.logprobs === null || choices.length === 0) return choices;
+    const entries = this.completion.takeLogprobs();
+    if (entries.length > 0) choices[0] = { ...choices[0], logprobs: this.form.logprobs(entries) };
+    return choices;
   }
 
   cancel(): void {

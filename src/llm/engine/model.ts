@@ -36,6 +36,9 @@ export interface GenerateOptions extends NativeGenerateOptions {
 
 export interface GeneratedToken {
   token: number;
+  /** With the logprobs option: ln p(token) after the penalties, and the most likely alternatives. */
+  logprob?: number;
+  top?: Array<[number, number]>;
 }
 
 export type FinishReason = 'stop' | 'length' | 'cancelled';
@@ -97,7 +100,7 @@ export class Generation implements AsyncIterator<GeneratedToken, GenerationResul
   onEvent(event: NativeLlmEvent): void {
     if (event.type === 'token') {
       this.tokens.push(event.token);
-      this.queue.push({ token: event.token });
+      this.queue.push(event.logprob === undefined ? { token: event.token } : { token: event.token, logprob: event.logprob, top: event.top ?? [] });
     } else if (event.finishReason === 'error') {
       this.failure = new LlmEngineError('engine', event.error ?? 'the forward pass failed');
       this.settle.reject(this.failure);

@@ -83,14 +83,46 @@ export const chatAnswerSchema = answerSchema({
         },
       },
     },
-    logprobs: { type: 'null' },
+    logprobs: {
+      type: ['object', 'null'],
+      properties: {
+        content: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: {
+              token: { type: 'string' },
+              logprob: { type: 'number' },
+              bytes: { type: 'array', items: { type: 'integer' } },
+              top_logprobs: {
+                type: 'array',
+                items: { type: 'object', properties: { token: { type: 'string' }, logprob: { type: 'number' }, bytes: { type: 'array', items: { type: 'integer' } } } },
+              },
+            },
+          },
+        },
+      },
+    },
     finish_reason: { type: 'string' },
   },
 });
 
 export const textAnswerSchema = answerSchema({
   required: ['index', 'text', 'logprobs', 'finish_reason'],
-  properties: { index: { type: 'integer' }, text: { type: 'string' }, logprobs: { type: 'null' }, finish_reason: { type: 'string' } },
+  properties: {
+    index: { type: 'integer' },
+    text: { type: 'string' },
+    logprobs: {
+      type: ['object', 'null'],
+      properties: {
+        tokens: { type: 'array', items: { type: 'string' } },
+        token_logprobs: { type: 'array', items: { type: 'number' } },
+        top_logprobs: { type: 'array', items: { type: 'object', additionalProperties: { type: 'number' } } },
+        text_offset: { type: 'array', items: { type: 'integer' } },
+      },
+    },
+    finish_reason: { type: 'string' },
+  },
 });
 
 export const modelCardSchema = {
