@@ -61,6 +61,7 @@ describe('sampling fields', () => {
         cache_salt: 'team-a',
         logprobs: true,
         top_logprobs: 3,
+        n: 4,
       }),
     ).toEqual({
       maxTokens: 42,
@@ -76,6 +77,7 @@ describe('sampling fields', () => {
       includeUsage: true,
       cacheSalt: 'team-a',
       logprobs: 3,
+      n: 4,
     });
   });
 
@@ -215,7 +217,6 @@ describe('OpenAI fields this engine does not implement', () => {
   const FIELDS: Array<[string, unknown, unknown[]]> = [
     ['functions', [], []],
     ['function_call', 'auto', ['none']],
-    ['n', 2, [1, '1']],
     ['best_of', 3, [1]],
     ['logit_bias', { '50256': -100 }, [{}, null]],
     ['echo', true, [false]],

@@ -247,7 +247,7 @@ describe('bad models on the root routes', () => {
   it('the body is checked as on the per-model routes', async () => {
     const noMessages = await post('/v1/chat/completions', { model: 'tiny' });
     expect(noMessages.body.error).toMatchObject({ param: 'messages', message: 'body is missing the required field "messages"' });
-    const unsupported = await post('/v1/chat/completions', { model: 'tiny', messages: hello, n: 3 });
+    const unsupported = await post('/v1/chat/completions', { model: 'tiny', messages: hello, n: 30 });
     expect(unsupported.status).toBe(400);
     expect(unsupported.body.error.param).toBe('n');
     const badPrompt = await post('/v1/completions', { model: 'tiny', prompt: ['a', 'b'] });

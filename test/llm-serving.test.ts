@@ -226,7 +226,8 @@ describe('bad input', () => {
   });
   it('unsupported fields are refused by name', async () => {
     await expect400({ messages: hello, functions: [{ name: 'f' }] }, 'functions', /functions is not supported/);
-    await expect400({ messages: hello, n: 2 }, 'n', /n is not supported/);
+    await expect400({ messages: hello, n: 17 }, 'n', /n must be between 1 and 16/);
+    await expect400({ messages: hello, best_of: 2 }, 'best_of', /best_of is not supported/);
     await expect400({ messages: hello, echo: true }, 'echo', /echo is not supported/);
   });
   it('strings that are not numbers, and numbers out of range', async () => {
@@ -323,11 +324,11 @@ describe('the official openai SDK', () => {
 
   it('reads our errors as API errors with our messages', async () => {
     const err = await client()
-      .chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], n: 3 })
+      .chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], logit_bias: { '5': 3 } })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
-    expect((err as Error).message).toContain('n is not supported by this server');
+    expect((err as Error).message).toContain('logit_bias is not supported by this server');
   });
 });
 

@@ -33,6 +33,9 @@ Grammar Grammar::parse(const int32_t* data, size_t size, size_t max_items) {
   if (r.next("version") != 1) throw GrammarError("the grammar's encoding version must be 1");
   const int32_t n_rules = r.count("rule count", 1 << 24);
   if (n_rules == 0) throw GrammarError("the grammar has no rules");
+  // Each rule takes at least two words (its alternative count, an item count): a count beyond that
+  // is refused before anything is allocated for it.
+  if (static_cast<size_t>(n_rules) > size / 2) throw GrammarError("the grammar's rule count is larger than its encoding can hold");
   const int32_t root = r.count("root", n_rules - 1);
   Grammar g;
   g.root_ = static_cast<uint32_t>(root);

@@ -129,6 +129,11 @@ export class Completion {
     };
   }
 
+  /** Settles once the prompt has been processed (its full blocks are then in the prefix cache). */
+  get started(): Promise<void> {
+    return this.generation.started;
+  }
+
   /** The log-probabilities of the tokens generated since the last call (logprobs asked for). */
   takeLogprobs(): TokenLogprob[] {
     const out = this.logprobs;

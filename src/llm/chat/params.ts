@@ -21,7 +21,12 @@ export interface SamplingParams {
   cacheSalt: string;
   /** Token log-probabilities with this many alternatives per token (0-20), or null when not asked for. */
   logprobs: number | null;
+  /** Choices to generate for the prompt (1-16). */
+  n: number;
 }
+
+/** At most this many choices per request. */
+export const MAX_CHOICES = 16;
 
 /** At most this many alternatives per token, as OpenAI allows. */
 export const MAX_TOP_LOGPROBS = 20;
@@ -52,7 +57,6 @@ const asNumber = (v: unknown) => (typeof v === 'string' ? (decimalNumber(v) ?? N
 const UNSUPPORTED: Array<[string, (v: unknown) => boolean]> = [
   ['functions', (v) => v !== undefined],
   ['function_call', (v) => v !== undefined && v !== 'none'],
-  ['n', (v) => v !== undefined && asNumber(v) !== 1],
   ['best_of', (v) => v !== undefined && asNumber(v) !== 1],
   ['logit_bias', (v) => v !== undefined && v !== null && Object.keys(v as object).length > 0],
   ['echo', (v) => v === true],
@@ -126,6 +130,7 @@ export function samplingParams(body: Body): SamplingParams {
     includeUsage,
     cacheSalt,
     logprobs: logprobsParams(body),
+    n: number(body, 'n', 1, MAX_CHOICES, true) ?? 1,
   };
 }
 

@@ -78,6 +78,9 @@ type Listener = (event: NativeLlmEvent) => void;
 export class Generation implements AsyncIterator<GeneratedToken, GenerationResult> {
   /** Settles when the sequence finishes; rejects if the engine failed. */
   readonly result: Promise<GenerationResult>;
+  /** Settles at the first event: the prompt has been processed (or the sequence ended). */
+  readonly started: Promise<void>;
+  private markStarted!: () => void;
   private readonly queue: GeneratedToken[] = [];
   private readonly tokens: number[] = [];
   private waiter: (() => void) | null = null;
@@ -94,10 +97,14 @@ export class Generation implements AsyncIterator<GeneratedToken, GenerationResul
       this.settle = { resolve, reject };
     });
     this.result.catch(() => {}); // reported through next() / result; never unhandled
+    this.started = new Promise<void>((resolve) => {
+      this.markStarted = resolve;
+    });
   }
 
   /** @internal */
   onEvent(event: NativeLlmEvent): void {
+    this.markStarted();
     if (event.type === 'token') {
       this.tokens.push(event.token);
       this.queue.push(event.logprob === undefined ? { token: event.token } : { token: event.token, logprob: event.logprob, top: event.top ?? [] });
