@@ -35,14 +35,14 @@ describe('keys on DATABASE_URL', () => {
     const empty = await runCli(['keys', 'list'], env);
     expect(empty.code, empty.stderr).toBe(0);
     expect(empty.stderr).toBe('');
-    expect(empty.stdout).toMatch(/^ID\s+NAME\s+CREATED\s+LAST USED\s+STATUS\n$/);
+    expect(empty.stdout).toMatch(/^ID\s+NAME\s+ROLE\s+SCOPE\s+CREATED\s+LAST USED\s+STATUS\n$/);
 
     const created = await runCli(['keys', 'create', '--name', 'ci'], env);
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout).toMatch(KEY_LINE);
     const key = created.stdout.trim();
     const id = key.split('_')[1]!;
-    expect(created.stderr).toBe(`created API key ${id} (ci); it is not shown again\n`);
+    expect(created.stderr).toBe(`created API key ${id} (ci, role admin); it is not shown again\n`);
     expect(fs.existsSync(dataDir)).toBe(false);
 
     // The key is in PostgreSQL, where the host finds it.

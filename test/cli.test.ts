@@ -67,7 +67,7 @@ describe('keys on DATA_DIR', () => {
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(KEY_LINE);
     expect(second.stderr).not.toContain('store');
-    expect(second.stderr).toMatch(/^created API key [0-9a-f]{16} \(default\); it is not shown again\n$/);
+    expect(second.stderr).toMatch(/^created API key [0-9a-f]{16} \(default, role admin\); it is not shown again\n$/);
   });
 
   it('list and revoke on a DATA_DIR without a store say so and create nothing', async () => {
@@ -75,7 +75,7 @@ describe('keys on DATA_DIR', () => {
     const list = await runCli(['keys', 'list'], { DATA_DIR: dir });
     expect(list.code).toBe(0);
     expect(list.stderr).toBe(`no store in DATA_DIR (${dir}) yet, so no keys\n`);
-    expect(list.stdout).toMatch(/^ID\s+NAME\s+CREATED\s+LAST USED\s+STATUS\n$/);
+    expect(list.stdout).toMatch(/^ID\s+NAME\s+ROLE\s+SCOPE\s+CREATED\s+LAST USED\s+STATUS\n$/);
     expect(JSON.parse((await runCli(['keys', 'list', '--json'], { DATA_DIR: dir })).stdout)).toEqual([]);
     const revoke = await runCli(['keys', 'revoke', 'ffffffffffffffff'], { DATA_DIR: dir });
     expect(revoke.code).toBe(1);

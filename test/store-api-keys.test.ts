@@ -5,6 +5,10 @@
 // one after the other.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApiKeyStore, type ApiKeyRecord } from '../src/auth/api-keys.js';
+import { UNSCOPED } from '../src/auth/roles.js';
+
+/** What a key made without a role is: admin, unscoped (issue 22). */
+const ADMIN = { role: 'admin', scope: UNSCOPED } as const;
 import { openStore, type Store, type StoreDialect } from '../src/store/store.js';
 import { useStoreEngines } from './helpers/store-engines.js';
 
@@ -42,8 +46,8 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('API keys on %s', (engine) =
     const created = await keys.create('ci');
     const id = KEY.exec(created.key)?.[1];
     expect(id).toBe(created.id);
-    expect(created).toEqual({ id, name: 'ci', createdAt: T0, revokedAt: null, lastUsedAt: null, key: created.key });
-    const record: ApiKeyRecord = { id: created.id, name: 'ci', createdAt: T0, revokedAt: null, lastUsedAt: null };
+    expect(created).toEqual({ id, name: 'ci', createdAt: T0, revokedAt: null, lastUsedAt: null, ...ADMIN, key: created.key });
+    const record: ApiKeyRecord = { id: created.id, name: 'ci', createdAt: T0, revokedAt: null, lastUsedAt: null, ...ADMIN };
     expect(await keys.get(created.id)).toEqual(record);
     expect(await keys.list()).toEqual([record]);
     expect(typeof (await keys.get(created.id))!.createdAt).toBe('number');
@@ -70,7 +74,7 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('API keys on %s', (engine) =
   it('verifies a key, recording its use; the record returned is as it was before this use', async () => {
     const created = await keys.create('me');
     now = T0 + 1000;
-    expect(await keys.verify(created.key)).toEqual({ id: created.id, name: 'me', createdAt: T0, revokedAt: null, lastUsedAt: null });
+    expect(await keys.verify(created.key)).toEqual({ id: created.id, name: 'me', createdAt: T0, revokedAt: null, lastUsedAt: null, ...ADMIN });
     expect((await keys.get(created.id))!.lastUsedAt).toBe(T0 + 1000);
     now = T0 + 2000;
     expect((await keys.verify(created.key))!.lastUsedAt).toBe(T0 + 1000);
@@ -104,7 +108,7 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('API keys on %s', (engine) =
     expect(await keys.revoke(created.id)).toBe(true);
     expect(await keys.isActive(created.id)).toBe(false);
     expect(await keys.verify(created.key)).toBeUndefined();
-    expect(await keys.get(created.id)).toEqual({ id: created.id, name: 'me', createdAt: T0, revokedAt: T0 + 5000, lastUsedAt: null });
+    expect(await keys.get(created.id)).toEqual({ id: created.id, name: 'me', createdAt: T0, revokedAt: T0 + 5000, lastUsedAt: null, ...ADMIN });
     now = T0 + 9000;
     expect(await keys.revoke(created.id)).toBe(true);
     expect((await keys.get(created.id))!.revokedAt).toBe(T0 + 5000);

@@ -2,9 +2,10 @@
 // bytes whose SHA-256 alone is stored. A fast hash is right here: the secret has 256 bits of
 // entropy, so there is nothing for a slow password hash to protect against.
 import crypto from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { ApiKeysTable, ControlPlaneTables } from '../store/schema.js';
-import { KeyRevocations, type KeyState } from './key-revocations.js';
+import { KeyRevocations, type KeyLookup, type KeyState } from './key-revocations.js';
+import { DEFAULT_ROLE, grantOf, UNSCOPED, type KeyGrant, type KeyScope, type Role } from './roles.js';
 
 export interface ApiKeyRecord {
   id: string;
@@ -12,6 +13,9 @@ export interface ApiKeyRecord {
   createdAt: number;
   revokedAt: number | null;
   lastUsedAt: number | null;
+  /** admin for keys made before roles existed. */
+  role: Role;
+  scope: KeyScope;
 }
 
 export interface CreatedApiKey extends ApiKeyRecord {
@@ -30,7 +34,7 @@ const KEY_PREFIX = 'psk_';
 export const looksLikeApiKey = (credential: string): boolean => credential.startsWith(KEY_PREFIX);
 const NAME_MAX = 128;
 
-type Row = ApiKeysTable;
+type Row = Selectable<ApiKeysTable>;
 
 const toRecord = (r: Row): ApiKeyRecord => ({
   id: r.id,
@@ -38,7 +42,9 @@ const toRecord = (r: Row): ApiKeyRecord => ({
   createdAt: r.created_at,
   revokedAt: r.revoked_at,
   lastUsedAt: r.last_used_at,
+  ...grantOf(r),
 });
+
 
 const hashSecret = (secret: string) => crypto.createHash('sha256').update(secret).digest();
 
@@ -61,16 +67,28 @@ export class ApiKeyStore {
     this.revocations = new KeyRevocations(db, revocationRefreshMs);
   }
 
-  async create(name = 'default'): Promise<CreatedApiKey> {
+  /** A key with `grant`'s role and scope (already checked: roles.ts checkRole, checkScope); admin and unscoped by default. */
+  async create(name = 'default', grant: KeyGrant = { role: DEFAULT_ROLE, scope: UNSCOPED }): Promise<CreatedApiKey> {
     if (name.length === 0 || name.length > NAME_MAX) throw new RangeError(`key name must have 1 to ${NAME_MAX} characters`);
     const id = crypto.randomBytes(8).toString('hex');
     const secret = crypto.randomBytes(32).toString('base64url');
     const createdAt = this.clock();
     await this.db
       .insertInto('api_keys')
-      .values({ id, name, secret_hash: hashSecret(secret), created_at: createdAt, revoked_at: null, last_used_at: null })
+      .values({
+        id,
+        name,
+        secret_hash: hashSecret(secret),
+        created_at: createdAt,
+        revoked_at: null,
+        last_used_at: null,
+        role: grant.role,
+        scope_project: grant.scope.project,
+        scope_collections: grant.scope.collections && JSON.stringify(grant.scope.collections),
+        scope_tenants: grant.scope.tenants && JSON.stringify(grant.scope.tenants),
+      })
       .execute();
-    return { id, name, createdAt, revokedAt: null, lastUsedAt: null, key: `psk_${id}_${secret}` };
+    return { id, name, createdAt, revokedAt: null, lastUsedAt: null, ...grant, key: `psk_${id}_${secret}` };
   }
 
   async list(): Promise<ApiKeyRecord[]> {
@@ -133,5 +151,10 @@ export class ApiKeyStore {
   /** As isActive, telling a revoked key from one that does not exist. */
   keyState(id: string): Promise<KeyState> {
     return this.revocations.state(id);
+  }
+
+  /** As keyState, with an active key's role and scope: what every authenticated request is decided from. */
+  lookup(id: string): Promise<KeyLookup> {
+    return this.revocations.lookup(id);
   }
 }

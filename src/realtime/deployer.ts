@@ -19,7 +19,15 @@ import type { RealtimeRegistry } from './registry.js';
 import type { LoadedBuild } from './loaded-build.js';
 import type { ReplicaRecord } from '../cluster/replicas.js';
 import type { InstanceType } from '../native/surface.js';
-import type { BatchingOverride, TrafficConfig } from './traffic.js';
+import { changedProtected, withProtection } from './protection.js';
+import { instanceTypeOf, type BatchingOverride, type TrafficConfig } from './traffic.js';
+
+/**
+ * Called with the protected variations a deployment would change (never empty), before anything
+ * is recorded; it throws to refuse (the caller's role: src/auth/permissions.ts). Without one,
+ * protected variations may change.
+ */
+export type ProtectedGuard = (modelId: string, variations: string[]) => void;
 
 export interface DeployRequest {
   modelId: string;
@@ -30,12 +38,16 @@ export interface DeployRequest {
   batching?: BatchingOverride;
   /** Where the variation runs; default cpu. */
   instanceType?: InstanceType;
+  /** Protect the deployed variation (true) or lift its protection (false); unchanged when undefined. */
+  protect?: boolean;
+  guard?: ProtectedGuard;
 }
 
 export interface UndeployRequest {
   modelId: string;
   variationName: string;
   audiences?: RawAudiences;
+  guard?: ProtectedGuard;
 }
 
 export class Deployer {
@@ -67,7 +79,7 @@ export class Deployer {
     }
     return this.launch(model.id, audienceIdsOf(request.audiences), ({ live, inProgress, audienceExists }) => {
       refuseIfBusy(model.id, inProgress);
-      const { variation, traffic } = planDeployment({
+      const planned = planDeployment({
         live: live?.traffic,
         variationName: request.variationName,
         buildId: request.buildId,
@@ -76,6 +88,9 @@ export class Deployer {
         instanceType,
         audienceExists,
       });
+      const { variation } = planned;
+      const traffic = withProtection(live?.traffic, planned.traffic, variation, request.protect);
+      guardProtected(request.guard, model.id, live?.traffic, traffic);
       return { action: 'deploy', variationName: variation, buildId: request.buildId, instanceType, traffic };
     });
   }
@@ -88,7 +103,8 @@ export class Deployer {
       if (!live || !(request.variationName in live.variations)) {
         throw notFound(`model "${model.id}" has no variation "${request.variationName}"`, 'variation_name');
       }
-      const traffic = planUndeploy(live, request.variationName, request.audiences, audienceExists);
+      const traffic = withProtection(live, planUndeploy(live, request.variationName, request.audiences, audienceExists));
+      guardProtected(request.guard, model.id, live, traffic);
       return { action: 'undeploy', variationName: request.variationName, buildId: null, instanceType: null, traffic };
     });
   }
@@ -101,7 +117,7 @@ export class Deployer {
    * its traffic's instanceTypes has every variation on the new type. Asking for the type a model
    * already runs on redeploys it as it is, sharing the loaded builds (as the library does).
    */
-  async setInstanceType(modelId: string, instanceType: InstanceType): Promise<DeploymentRecord> {
+  async setInstanceType(modelId: string, instanceType: InstanceType, guard?: ProtectedGuard): Promise<DeploymentRecord> {
     const model = await this.realtimeModel(modelId);
     // Refused here, before anything is recorded: not a FAILED deployment after the fact.
     if (instanceType === 'cuda') {
@@ -117,7 +133,24 @@ export class Deployer {
       }
       const variation = live.fallbackVariation !== null && live.fallbackVariation in live.variations ? live.fallbackVariation : names[0]!;
       const traffic: TrafficConfig = { ...live, instanceTypes: Object.fromEntries(names.map((v) => [v, instanceType])) };
+      guardProtected(guard, model.id, live, traffic);
       return { action: 'deploy', variationName: variation, buildId: live.variations[variation]!, instanceType, traffic };
+    });
+  }
+
+  /**
+   * Protects a live variation (only maintainers and admins may then change its traffic) or lifts
+   * its protection, as a deployment of the live traffic with only the protected list changed: the
+   * loaded builds are shared, and the change reaches every replica as any deployment does.
+   */
+  async setProtection(modelId: string, variation: string, protect: boolean): Promise<DeploymentRecord> {
+    const model = await this.realtimeModel(modelId);
+    return this.launch(model.id, [], ({ live: current, inProgress }) => {
+      refuseIfBusy(model.id, inProgress);
+      const live = current?.traffic;
+      if (!live || !(variation in live.variations)) throw notFound(`model "${model.id}" has no variation "${variation}"`, 'variation_name');
+      const traffic = withProtection(live, live, variation, protect);
+      return { action: 'deploy', variationName: variation, buildId: live.variations[variation]!, instanceType: instanceTypeOf(live, variation), traffic };
     });
   }
 
@@ -230,6 +263,11 @@ export class Deployer {
     this.changed();
     return record;
   }
+}
+
+function guardProtected(guard: ProtectedGuard | undefined, modelId: string, live: TrafficConfig | undefined, next: TrafficConfig): void {
+  const changed = changedProtected(live, next);
+  if (guard && changed.length > 0) guard(modelId, changed);
 }
 
 function refuseIfBusy(modelId: string, busy: DeploymentRecord | undefined): void {

@@ -31,6 +31,8 @@ export interface TrafficConfig {
   batching?: Record<string, BatchingOverride>;
   /** Per-variation instance type; a variation not listed (deployed before instance types) runs on the CPU. */
   instanceTypes?: Record<string, InstanceType>;
+  /** Variations whose traffic only maintainers and admins may change (protection.ts); absent when none. */
+  protected?: string[];
 }
 
 /** The instance type `variation` runs on. */

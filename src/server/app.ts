@@ -11,6 +11,7 @@ import { FailureLimiter } from '../auth/failure-limiter.js';
 import { resolveTokenSecret } from '../auth/token-secret.js';
 import { TokenIssuer } from '../auth/tokens.js';
 import { bearerAuth } from './authenticate.js';
+import { checkRouteRole, checkRouteScope, requireDeclarations } from './access.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandling, lingerOnClose, MAX_PARAM_LENGTH, serializeRequest } from './error-handler.js';
 import { installJsonParser } from './json-body.js';
 import { createMetricsRegistry, instrumentRequests, metricsRoute } from './metrics.js';
@@ -111,6 +112,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   installJsonParser(server);
   installErrorHandling(server, config.bodyLimitBytes);
   server.decorateRequest('apiKeyId', null);
+  server.decorateRequest('grant', null);
   // Which replica answered; a forwarded answer carries the one that generated it instead.
   server.addHook('onRequest', async (_request, reply) => {
     reply.header(REPLICA_HEADER, config.replica.id);
@@ -227,6 +229,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Everything registered in here requires a bearer token.
   await server.register(async (api) => {
     api.addHook('onRequest', bearerAuth(tokens, keys));
+    // Then what the key may do: its role, then its scope once the request is parsed (access.ts).
+    api.addHook('onRequest', checkRouteRole);
+    api.addHook(
+      'preHandler',
+      checkRouteScope({
+        projectOf: async (modelId) => (await realtime.models.find(modelId))?.project,
+        tenancy: (name) => vectors.tenancy(name),
+      }),
+    );
+    requireDeclarations(api);
     documentTokenRequired(api);
     if (!config.metricsPublic) await api.register(metricsRoute, { registry: metrics });
     if (!config.docsPublic) await api.register(docsRoutes);

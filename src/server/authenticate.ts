@@ -1,6 +1,7 @@
 // The bearer-token hook. Registered on the authenticated part of the app (every route but the
 // health checks and the token exchange), it admits a request only with a valid, unexpired token
-// whose API key has not been revoked since the token was issued.
+// whose API key has not been revoked since the token was issued, and gives the request that key's
+// role and scope (src/server/access.ts decides with them).
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { ApiError } from '../errors.js';
 import { looksLikeApiKey, type ApiKeyStore } from '../auth/api-keys.js';
@@ -46,9 +47,12 @@ export function bearerAuth(tokens: TokenIssuer, keys: ApiKeyStore): onRequestHoo
       if (err instanceof TokenVerificationError && err.reason === 'lifetime') throw unauthenticated(`${err.message}; exchange your API key for a new one`, true);
       throw unauthenticated('access token is invalid', true);
     }
-    const state = await keys.keyState(keyId);
-    if (state === 'revoked') throw unauthenticated('the API key behind this token was revoked', true);
-    if (state === 'missing') throw unauthenticated('the API key behind this token does not exist', true);
+    const found = await keys.lookup(keyId);
+    if (found.state !== 'active') {
+      throw unauthenticated(found.state === 'revoked' ? 'the API key behind this token was revoked' : 'the API key behind this token does not exist', true);
+    }
     request.apiKeyId = keyId;
+    // What the key may do, from memory like the revocation: src/server/access.ts checks it.
+    request.grant = found.grant;
   };
 }

@@ -40,7 +40,8 @@ export const metricsRoute: FastifyPluginAsync<{ registry: Registry }> = async (a
     // The text exposition format; a string payload is sent as it is, never through a serializer.
     response: responses({ 200: { description: 'The Prometheus text format', content: { [registry.contentType]: { schema: { type: 'string' } } } } }),
   };
-  app.get('/metrics', { schema }, async (_request, reply) => {
+  // Behind the token (METRICS_PUBLIC unset), every role may read it.
+  app.get('/metrics', { schema, config: { access: { action: 'read' } } }, async (_request, reply) => {
     reply.type(registry.contentType);
     return registry.metrics();
   });

@@ -119,6 +119,9 @@ const documentRoute: SwaggerTransform = ({ schema, url: routeUrl, route }) => {
   const tag = tagOf(url);
   if (tag && !doc.tags) doc.tags = [tag];
   if (route.config?.openapiTokenRequired) doc.security = [{ [BEARER_SCHEME]: [] }];
+  // What the caller's key needs (src/server/access.ts): the action, whose roles are in the README.
+  const access = route.config?.access;
+  if (access) doc['x-access'] = { action: access.action, ...(access.inHandler ? { checked_in_handler: access.inHandler } : {}) };
 
   // A route that takes raw bytes declares its media types in `consumes` and has no body schema.
   const consumes = doc.consumes as readonly string[] | undefined;

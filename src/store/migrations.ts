@@ -154,6 +154,16 @@ const CLUSTER_VECTORS_POSTGRES = `
       CREATE CONSTRAINT TRIGGER vector_collections_config AFTER INSERT OR DELETE ON vector_collections DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION platform_config_changed();
     `;
 
+// Roles and scopes of API keys (issue 22, src/auth/permissions.ts). Keys made before roles
+// existed become admin with no scope, so that they keep doing what they did. A scope list is a
+// JSON array of names; NULL means unscoped (every project, collection or tenant).
+const KEY_ROLES = `
+      ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin' CHECK (role IN ('admin', 'maintainer', 'member', 'inference'));
+      ALTER TABLE api_keys ADD COLUMN scope_project TEXT;
+      ALTER TABLE api_keys ADD COLUMN scope_collections TEXT;
+      ALTER TABLE api_keys ADD COLUMN scope_tenants TEXT;
+    `;
+
 export const migrations: readonly Migration[] = [
   {
     version: 1,
@@ -403,5 +413,11 @@ export const migrations: readonly Migration[] = [
       SELECT 1;
     `,
     postgres: CLUSTER_VECTORS_POSTGRES,
+  },
+  {
+    version: 12,
+    name: 'api_key_roles',
+    sql: KEY_ROLES,
+    postgres: KEY_ROLES,
   },
 ];

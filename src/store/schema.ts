@@ -11,6 +11,14 @@ export interface ApiKeysTable {
   created_at: number;
   revoked_at: number | null;
   last_used_at: number | null;
+  /** 'admin' for keys made before roles existed (migration 12). */
+  role: Generated<'admin' | 'maintainer' | 'member' | 'inference'>;
+  /** The one project the key may touch; NULL: every project. */
+  scope_project: Generated<string | null>;
+  /** JSON array of collection names; NULL: every collection. */
+  scope_collections: Generated<string | null>;
+  /** JSON array of tenant ids; NULL: every tenant. */
+  scope_tenants: Generated<string | null>;
 }
 
 export interface ModelsTable {

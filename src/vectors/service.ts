@@ -301,6 +301,13 @@ export class VectorService {
     return this.collection(name, param);
   }
 
+  /** Whether a collection has tenants, for the permission check of a request (undefined: no such collection, the request's own 404). */
+  async tenancy(name: string): Promise<{ name: string; multiTenant: boolean } | undefined> {
+    if (!this.byName.has(name) && this.follower) await this.follower.reconcile();
+    const c = this.byName.get(name);
+    return c && { name: c.name, multiTenant: c.multiTenant };
+  }
+
   private collection(name: string, param = 'collection_name'): CollectionRecord {
     const c = this.byName.get(name);
     if (!c) throw notFound(`no vector collection named "${name}"`, param);
@@ -396,8 +403,12 @@ export class VectorService {
 
   // ---- the five operations ----
 
-  /** An upsert body as bytes: parsed and checked by the ingest worker, written by the index worker. */
-  async upsert(bytes: Buffer, note?: SeqNote): Promise<{ num_affected: number }> {
+  /**
+   * An upsert body as bytes: parsed and checked by the ingest worker, written by the index worker.
+   * `authorize` sees the collection and each vector's tenant once parsed, before anything is
+   * written, and may refuse them (the caller's key scope: src/auth/permissions.ts).
+   */
+  async upsert(bytes: Buffer, note?: SeqNote, authorize?: (collection: { name: string; multiTenant: boolean }, tenants: readonly string[]) => void): Promise<{ num_affected: number }> {
     // The bytes are copied once into a buffer of their own, so that it can move to the worker.
     const copy = new Uint8Array(bytes.byteLength);
     copy.set(bytes);
@@ -412,6 +423,11 @@ export class VectorService {
       const again = new Uint8Array(bytes.byteLength);
       again.set(bytes);
       batch = await this.ingest.call('parseUpsert', { bytes: again }, [again.buffer]);
+    }
+    if (authorize) {
+      const c = this.byId(batch.collectionId);
+      if (!c) throw notFound('the vector collection was deleted while this request was on its way', 'collection_name');
+      authorize({ name: c.name, multiTenant: c.multiTenant }, batch.tenants);
     }
     if (this.shared) {
       const c = this.byId(batch.collectionId);

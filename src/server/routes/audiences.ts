@@ -69,12 +69,16 @@ const fileSchema = {
 
 const idParams = { type: 'object', required: ['audience_id'], properties: { audience_id: { type: 'string', maxLength: 64 } } } as const;
 
+// Audiences route the requests of every model, so a project-scoped key may read but not change them.
+const MANAGE = { access: { action: 'manage-audiences', everyProject: 'audiences' } } as const;
+const READ = { access: { action: 'read' } } as const;
+
 type AudienceFile = { api_version?: string; spec: { audiences: AudienceInput[] } };
 
 export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = async (app, { audiences }) => {
   app.post<{ Body: AudienceFile }>(
     '/api/v1/audiences',
-    { schema: { summary: 'Create audiences from an audience file (all or none)', body: fileSchema, response: responses({ 201: listOf('audiences', audienceSchema) }) } },
+    { config: MANAGE, schema: { summary: 'Create audiences from an audience file (all or none)', body: fileSchema, response: responses({ 201: listOf('audiences', audienceSchema) }) } },
     async (request, reply) => {
       reply.code(201);
       return { audiences: (await audiences.createMany(request.body.spec.audiences)).map(audienceJson) };
@@ -83,19 +87,19 @@ export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = 
 
   app.get(
     '/api/v1/audiences',
-    { schema: { summary: 'List the audiences', response: responses({ 200: listOf('audiences', audienceSchema) }) } },
+    { config: READ, schema: { summary: 'List the audiences', response: responses({ 200: listOf('audiences', audienceSchema) }) } },
     async () => ({ audiences: (await audiences.list()).map(audienceJson) }),
   );
 
   app.get<{ Params: { audience_id: string } }>(
     '/api/v1/audiences/:audience_id',
-    { schema: { summary: 'Get one audience', params: idParams, response: responses({ 200: audienceSchema }) } },
+    { config: READ, schema: { summary: 'Get one audience', params: idParams, response: responses({ 200: audienceSchema }) } },
     async (request) => audienceJson(await audiences.get(request.params.audience_id)),
   );
 
   app.put<{ Params: { audience_id: string }; Body: AudienceFile }>(
     '/api/v1/audiences/:audience_id',
-    { schema: { summary: 'Replace one audience (the file holds exactly one)', params: idParams, body: fileSchema, response: responses({ 200: audienceSchema }) } },
+    { config: MANAGE, schema: { summary: 'Replace one audience (the file holds exactly one)', params: idParams, body: fileSchema, response: responses({ 200: audienceSchema }) } },
     async (request) => {
       const list = request.body.spec.audiences;
       if (list.length !== 1) throw invalidArgument(`an update takes exactly one audience; the file has ${list.length}`, 'spec.audiences');
@@ -105,7 +109,7 @@ export const audienceRoutes: FastifyPluginAsync<{ audiences: AudienceStore }> = 
 
   app.delete<{ Params: { audience_id: string } }>(
     '/api/v1/audiences/:audience_id',
-    { schema: { summary: 'Delete an audience that no deployment routes by', params: idParams, response: responses({ 204: { type: 'null' } }) } },
+    { config: MANAGE, schema: { summary: 'Delete an audience that no deployment routes by', params: idParams, response: responses({ 204: { type: 'null' } }) } },
     async (request, reply) => {
       await audiences.delete(request.params.audience_id);
       reply.code(204);

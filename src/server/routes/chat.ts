@@ -2,7 +2,7 @@
 // /v1/<model_id>: chat completions and legacy completions, each as one JSON answer or as Server-Sent
 // Events; /models for clients that probe it; and tokenize and detokenize. The root surface (/v1/...,
 // the model in the body) is openai-root.ts; both answer through openai-answers.ts.
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { invalidArgument } from '../../errors.js';
 import type { LibraryForwarder } from '../forward.js';
 import type { LibraryService } from '../../llm/library/service.js';
@@ -24,12 +24,16 @@ function checkModelField(body: OpenAiBody, modelId: string): void {
   if (model !== modelId) throw invalidArgument(`the model in the body ("${model}") is not the model in the URL ("${modelId}")`, 'model');
 }
 
+/** Inference on the model of the URL (src/server/access.ts). */
+const INFER = { access: { action: 'infer', model: (request: FastifyRequest) => (request.params as { model_id: string }).model_id } } as const;
+
 export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, services) => {
   const { library } = services;
 
   app.post<{ Params: { model_id: string }; Body: OpenAiBody }>(
     '/v1/:model_id/chat/completions',
     {
+      config: INFER,
       schema: {
         summary: 'Chat completion on the model of the URL (JSON or SSE stream)',
         params: modelParams,
@@ -46,6 +50,7 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, serv
   app.post<{ Params: { model_id: string }; Body: OpenAiBody }>(
     '/v1/:model_id/completions',
     {
+      config: INFER,
       schema: {
         summary: 'Legacy text completion on the model of the URL (JSON or SSE stream)',
         params: modelParams,
@@ -62,6 +67,7 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, serv
   app.get<{ Params: { model_id: string } }>(
     '/v1/:model_id/models',
     {
+      config: INFER,
       schema: {
         summary: 'List the model of the URL, in the OpenAI list form, once it is live (503 while it loads or after it failed)',
         params: modelParams,
@@ -75,6 +81,7 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, serv
   app.post<{ Params: { model_id: string }; Body: { text: string; add_special?: boolean; parse_special?: boolean } }>(
     '/api/v1/models/:model_id/tokenize',
     {
+      config: INFER,
       schema: {
         summary: 'Text to the token ids of a library model',
         params: modelParams,
@@ -91,6 +98,7 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, serv
   app.post<{ Params: { model_id: string }; Body: { tokens: number[] } }>(
     '/api/v1/models/:model_id/detokenize',
     {
+      config: INFER,
       schema: {
         summary: 'Token ids of a library model to text',
         params: modelParams,

@@ -37,5 +37,5 @@ const engineInfoSchema = {
 } as const;
 
 export const engineRoutes: FastifyPluginAsync<{ engineInfo: () => EngineInfo }> = async (app, { engineInfo }) => {
-  app.get('/api/v1/engine', { schema: { summary: 'The native engine: SIMD level, threads, CUDA devices', response: responses({ 200: engineInfoSchema }) } }, async () => engineInfo());
+  app.get('/api/v1/engine', { config: { access: { action: 'read' } }, schema: { summary: 'The native engine: SIMD level, threads, CUDA devices', response: responses({ 200: engineInfoSchema }) } }, async () => engineInfo());
 };

@@ -2,10 +2,12 @@
 // library models. Loading is asynchronous: deploy answers 202 and the status goes PENDING ->
 // DEPLOYING -> LIVE (or FAILED with the reason); an instance-type change answers 202 and the
 // record shows `pending_instance_type` until traffic has switched.
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { projectVisible } from '../../auth/permissions.js';
+import { grantOf, type RouteAccess } from '../access.js';
 import type { LibraryDeployment, LibraryService } from '../../llm/library/service.js';
 import { INSTANCE_TYPES, type InstanceType } from '../../native/surface.js';
-import { MODEL_ID_PATTERN } from '../../models/names.js';
+import { LIBRARY_PROJECT, MODEL_ID_PATTERN } from '../../models/names.js';
 import { listOf, modelParams, replicaCountSchema, responses } from '../schemas.js';
 import { holdsLibraryModel, type ReplicaDirectory } from '../../cluster/replicas.js';
 import { invalidArgument } from '../../errors.js';
@@ -85,6 +87,11 @@ const instanceSchema = {
   threads: { type: 'integer', minimum: 1, maximum: 1024 },
 } as const;
 
+/** What a route on one library model (`:model_id`) needs: `action` on that model (src/server/access.ts). */
+const onModel = (action: RouteAccess['action']): { access: RouteAccess } => ({
+  access: { action, model: (request: FastifyRequest) => (request.params as { model_id: string }).model_id },
+});
+
 export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replicas: ReplicaDirectory }> = async (app, { library, replicas }) => {
   const json = (d: LibraryDeployment, generalName: string | null) => ({
     model_id: d.modelId,
@@ -104,7 +111,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
     updated_at: d.updatedAt,
   });
 
-  app.get('/api/v1/library', { schema: { summary: 'The GGUF catalogue of MODELS_DIR, and the files that could not be read', response: responses({ 200: catalogSchema }) } }, async () => {
+  app.get('/api/v1/library', { config: { access: { action: 'read' } }, schema: { summary: 'The GGUF catalogue of MODELS_DIR, and the files that could not be read', response: responses({ 200: catalogSchema }) } }, async () => {
     const { models, problems } = await library.catalog();
     return {
       models: models.map((m) => ({
@@ -125,9 +132,12 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
 
   app.get(
     '/api/v1/library/deployments',
-    { schema: { summary: 'List the library deployments', response: responses({ 200: listOf('deployments', deploymentSchema) }) } },
-    async () => {
-      const deployments = await library.list();
+    {
+      config: { access: { action: 'read', inHandler: `a key scoped to a project other than "${LIBRARY_PROJECT}" lists none` } },
+      schema: { summary: 'List the library deployments', response: responses({ 200: listOf('deployments', deploymentSchema) }) },
+    },
+    async (request) => {
+      const deployments = projectVisible(grantOf(request), LIBRARY_PROJECT) ? await library.list() : [];
       const generalNames = await library.generalNames(deployments);
       return { deployments: deployments.map((d) => json(d, generalNames.get(d.modelId) ?? null)) };
     },
@@ -136,6 +146,8 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
   app.post<{ Body: { file?: string; name?: string; model_id: string; instance_type?: InstanceType; threads?: number; replicas?: number } }>(
     '/api/v1/library/deployments',
     {
+      // Library models are made in project "library".
+      config: { access: { action: 'deploy', newProject: () => LIBRARY_PROJECT } },
       schema: {
         summary: 'Deploy a GGUF file of the catalogue as a library model (202; loads in the background)',
         body: {
@@ -172,7 +184,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
 
   app.get<{ Params: { model_id: string } }>(
     '/api/v1/library/deployments/:model_id',
-    { schema: { summary: 'Get one library deployment and its status', params: modelParams, response: responses({ 200: deploymentSchema }) } },
+    { config: onModel('read'), schema: { summary: 'Get one library deployment and its status', params: modelParams, response: responses({ 200: deploymentSchema }) } },
     async (request) => {
       const dep = await library.get(request.params.model_id);
       const count = await replicas.appliedOn((load) => holdsLibraryModel(load, dep.modelId));
@@ -185,6 +197,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
   app.put<{ Params: { model_id: string }; Body: { instance_type: InstanceType; threads?: number } }>(
     '/api/v1/library/deployments/:model_id/instance-type',
     {
+      config: onModel('deploy'),
       schema: {
         summary: 'Move a library model to another instance type without failing a request (202)',
         params: modelParams,
@@ -201,7 +214,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
 
   app.delete<{ Params: { model_id: string } }>(
     '/api/v1/library/deployments/:model_id',
-    { schema: { summary: 'Undeploy a library model', params: modelParams, response: responses({ 204: { type: 'null' } }) } },
+    { config: onModel('deploy'), schema: { summary: 'Undeploy a library model', params: modelParams, response: responses({ 204: { type: 'null' } }) } },
     async (request, reply) => {
       await library.undeploy(request.params.model_id);
       reply.code(204);

@@ -1,7 +1,7 @@
 // Management of realtime models: create and list models, upload builds (ONNX as
 // application/octet-stream), deploy a build and follow the deployment's status, move a live model
 // to another instance type.
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { summarizeLibrary, type LibraryWindow } from '../../llm/metrics.js';
 import { gatherWindows, type ClusterView } from '../cluster-metrics.js';
 import type { VariationWindow } from '../../realtime/request-log.js';
@@ -16,6 +16,8 @@ import type { BatchingOverride } from '../../realtime/traffic.js';
 import { summarizeVariations } from '../../realtime/variation-metrics.js';
 import { WINDOW_MS } from '../../metrics/latency-summary.js';
 import { invalidArgument } from '../../errors.js';
+import { checkAction, checkProtectedChange, projectVisible } from '../../auth/permissions.js';
+import { grantOf, type RouteAccess } from '../access.js';
 import { latencySummarySchema, listOf, modelParams, responses, replicaCountSchema } from '../schemas.js';
 
 export interface ModelRouteOptions {
@@ -108,6 +110,8 @@ const trafficSchema = {
       additionalProperties: { type: 'object', properties: { max_batch_rows: { type: 'integer' }, max_wait_micros: { type: 'integer' } } },
     },
     instanceTypes: { type: 'object', additionalProperties: { type: 'string', enum: [...INSTANCE_TYPES] } },
+    // Variations only maintainers and admins may change (src/realtime/protection.ts); absent when none.
+    protected: { type: 'array', items: { type: 'string' } },
   },
 } as const;
 
@@ -235,12 +239,20 @@ function nameList(value: string | undefined, param: string): string[] | undefine
   return names;
 }
 
+/** What a route on one model (`:model_id`) needs: `action` on that model (src/server/access.ts). */
+const onModel = (action: RouteAccess['action']): { access: RouteAccess } => ({
+  access: { action, model: (request) => (request.params as { model_id: string }).model_id },
+});
+
 export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, opts) => {
   const { models, builds, deployments, deployer, requestLog } = opts.realtime;
+  /** Refuses a member's change to a protected variation (src/realtime/protection.ts). */
+  const guardFor = (request: FastifyRequest) => (modelId: string, variations: string[]) => checkProtectedChange(grantOf(request), modelId, variations);
 
   app.post<{ Body: { model_id: string; project?: string; description?: string } }>(
     '/api/v1/models',
     {
+      config: { access: { action: 'manage-models', newProject: (request) => (request.body as { project?: string }).project ?? DEFAULT_PROJECT } },
       schema: {
         summary: 'Create a realtime model',
         body: {
@@ -265,18 +277,23 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
   app.get<{ Querystring: { project?: string } }>(
     '/api/v1/models',
     {
+      config: { access: { action: 'read', inHandler: "a project-scoped key lists only its project's models" } },
       schema: {
         summary: 'List the models (realtime and library), optionally of one project',
         querystring: { type: 'object', properties: { project: { type: 'string', maxLength: 64 } } },
         response: responses({ 200: listOf('models', modelSchema) }),
       },
     },
-    async (request) => ({ models: (await models.list(request.query.project)).map(modelJson) }),
+    async (request) => {
+      const grant = grantOf(request);
+      return { models: (await models.list(request.query.project)).filter((m) => projectVisible(grant, m.project)).map(modelJson) };
+    },
   );
 
   app.get<{ Params: { model_id: string } }>(
     '/api/v1/models/:model_id',
     {
+      config: onModel('read'),
       schema: {
         summary: 'Get a model with its live deployment and the one in progress',
         params: modelParams,
@@ -313,6 +330,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     uploads.post<{ Params: { model_id: string }; Querystring: { feature_names?: string; output_names?: string }; Body: Buffer }>(
       '/api/v1/models/:model_id/builds',
       {
+        config: onModel('manage-models'),
         bodyLimit: opts.maxBuildBytes,
         schema: {
           summary: 'Upload an ONNX file as a new build (the raw bytes as application/octet-stream)',
@@ -345,6 +363,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
   app.get<{ Params: { model_id: string } }>(
     '/api/v1/models/:model_id/builds',
     {
+      config: onModel('read'),
       schema: {
         summary: 'List the builds of a model',
         params: modelParams,
@@ -357,9 +376,10 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
     },
   );
 
-  app.post<{ Params: { model_id: string }; Body: { build_id: string; variation_name?: string; audiences?: unknown[]; batching?: BatchingOverride; instance_type?: InstanceType } }>(
+  app.post<{ Params: { model_id: string }; Body: { build_id: string; variation_name?: string; audiences?: unknown[]; batching?: BatchingOverride; instance_type?: InstanceType; protected?: boolean } }>(
     '/api/v1/models/:model_id/deployments',
     {
+      config: { access: { ...onModel('deploy').access, inHandler: 'protected variations: a member may not change them, nor set protected' } },
       schema: {
         summary: 'Deploy a build as a variation, with audiences, weights and shadows (202)',
         params: modelParams,
@@ -381,12 +401,15 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
             },
             // cpu (default) or cuda (device 0); cuda on a host without it is a 400 naming the reason.
             instance_type: { type: 'string', enum: [...INSTANCE_TYPES] },
+            // Maintainers and admins only: protect the deployed variation, or lift its protection.
+            protected: { type: 'boolean' },
           },
         },
         response: responses({ 202: deploymentSchema }),
       },
     },
     async (request, reply) => {
+      if (request.body.protected !== undefined) checkAction(grantOf(request), 'protect');
       const record = await deployer.deploy({
         modelId: request.params.model_id,
         buildId: request.body.build_id,
@@ -394,6 +417,8 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
         audiences: request.body.audiences,
         batching: request.body.batching,
         instanceType: request.body.instance_type,
+        protect: request.body.protected,
+        guard: guardFor(request),
       });
       reply.code(202);
       return deploymentJson(record);
@@ -403,6 +428,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
   app.post<{ Params: { model_id: string }; Body: { variation_name: string; audiences?: unknown[] } }>(
     '/api/v1/models/:model_id/undeploy',
     {
+      config: { access: { ...onModel('deploy').access, inHandler: 'protected variations: a member may not change them' } },
       schema: {
         summary: 'Take a variation out of service (202)',
         params: modelParams,
@@ -415,7 +441,12 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       },
     },
     async (request, reply) => {
-      const record = await deployer.undeploy({ modelId: request.params.model_id, variationName: request.body.variation_name, audiences: request.body.audiences });
+      const record = await deployer.undeploy({
+        modelId: request.params.model_id,
+        variationName: request.body.variation_name,
+        audiences: request.body.audiences,
+        guard: guardFor(request),
+      });
       reply.code(202);
       return deploymentJson(record);
     },
@@ -426,6 +457,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
   app.put<{ Params: { model_id: string }; Body: { instance_type: InstanceType } }>(
     '/api/v1/models/:model_id/instance-type',
     {
+      config: { access: { ...onModel('deploy').access, inHandler: 'protected variations: a member may not change them' } },
       schema: {
         summary: 'Move every variation of a live model to another instance type (202)',
         params: modelParams,
@@ -434,7 +466,31 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
       },
     },
     async (request, reply) => {
-      const record = await deployer.setInstanceType(request.params.model_id, request.body.instance_type);
+      const record = await deployer.setInstanceType(request.params.model_id, request.body.instance_type, guardFor(request));
+      reply.code(202);
+      return deploymentJson(record);
+    },
+  );
+
+  // Protects a live variation or lifts its protection, as a deployment of the live traffic with
+  // only that changed (src/realtime/protection.ts).
+  app.put<{ Params: { model_id: string; variation_name: string }; Body: { protected: boolean } }>(
+    '/api/v1/models/:model_id/variations/:variation_name/protection',
+    {
+      config: onModel('protect'),
+      schema: {
+        summary: 'Protect a variation (only maintainers and admins may then change its traffic) or lift its protection (202)',
+        params: {
+          type: 'object',
+          required: ['model_id', 'variation_name'],
+          properties: { model_id: { type: 'string', maxLength: 64 }, variation_name: { type: 'string', minLength: 1, maxLength: 36 } },
+        },
+        body: { type: 'object', required: ['protected'], properties: { protected: { type: 'boolean' } } },
+        response: responses({ 202: deploymentSchema }),
+      },
+    },
+    async (request, reply) => {
+      const record = await deployer.setProtection(request.params.model_id, request.params.variation_name, request.body.protected);
       reply.code(202);
       return deploymentJson(record);
     },
@@ -443,6 +499,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
   app.get<{ Params: { model_id: string }; Querystring: { variation?: string; shadow?: boolean; limit: number; before?: number } }>(
     '/api/v1/models/:model_id/logs',
     {
+      config: onModel('read-logs'),
       schema: {
         summary: 'The request log of a model, newest first',
         params: modelParams,
@@ -483,6 +540,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
   app.get<{ Params: { model_id: string } }>(
     '/api/v1/models/:model_id/metrics',
     {
+      config: onModel('read'),
       schema: {
         summary: "A model's figures over the last 5 minutes: per variation (realtime) or the four LLM figures (library)",
         params: modelParams,
@@ -505,6 +563,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
   app.get<{ Params: { model_id: string } }>(
     '/api/v1/models/:model_id/metrics/window',
     {
+      config: onModel('read'),
       schema: {
         summary: "This replica's raw figures of a model over the last 5 minutes, which the metrics route adds up across replicas",
         params: modelParams,
@@ -521,6 +580,7 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
   app.get<{ Params: { model_id: string } }>(
     '/api/v1/models/:model_id/deployments',
     {
+      config: onModel('read'),
       schema: {
         summary: 'List the deployments of a model',
         params: modelParams,
@@ -536,6 +596,13 @@ export const modelRoutes: FastifyPluginAsync<ModelRouteOptions> = async (app, op
   app.get<{ Params: { deployment_id: string } }>(
     '/api/v1/deployments/:deployment_id',
     {
+      // The model is the deployment's; an unknown deployment is the route's own 404.
+      config: {
+        access: {
+          action: 'read',
+          model: async (request) => (await deployments.get((request.params as { deployment_id: string }).deployment_id).catch(() => undefined))?.modelId,
+        },
+      },
       schema: {
         summary: 'Get one deployment and its status',
         params: { type: 'object', required: ['deployment_id'], properties: { deployment_id: { type: 'string', maxLength: 64 } } },

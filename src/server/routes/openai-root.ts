@@ -5,8 +5,11 @@
 // and /v1/models win over /v1/:model_id/...; the ids they would shadow are refused at model
 // create (RESERVED_MODEL_IDS, src/models/names.ts). POST /v1/embeddings is refused by name (a 400)
 // until the engine serves embedding models.
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { invalidArgument } from '../../errors.js';
+import { projectVisible } from '../../auth/permissions.js';
+import { LIBRARY_PROJECT } from '../../models/names.js';
+import { grantOf } from '../access.js';
 import type { LibraryForwarder } from '../forward.js';
 import type { LibraryService } from '../../llm/library/service.js';
 import type { LlmMetrics } from '../../llm/metrics.js';
@@ -34,12 +37,17 @@ export interface OpenAiRootRouteOptions {
   forwarder?: LibraryForwarder;
 }
 
+/** Inference on the model the body names (src/server/access.ts). */
+const INFER_BODY_MODEL = {
+  access: { action: 'infer', modelParam: 'model', model: (request: FastifyRequest) => (request.body as { model?: unknown }).model as string | undefined },
+} as const;
+
 export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = async (app, services) => {
   const { library } = services;
 
   app.post<{ Body: OpenAiBody }>(
     '/v1/chat/completions',
-    { schema: { summary: 'Chat completion on the model named in the body (JSON or SSE stream)', body: chatBodySchema(true), response: responses({ 200: chatAnswerSchema }) } },
+    { config: INFER_BODY_MODEL, schema: { summary: 'Chat completion on the model named in the body (JSON or SSE stream)', body: chatBodySchema(true), response: responses({ 200: chatAnswerSchema }) } },
     async (request, reply) => {
       const modelId = request.body.model as string;
       await library.checkModel(modelId, 'model');
@@ -49,7 +57,7 @@ export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = asyn
 
   app.post<{ Body: OpenAiBody }>(
     '/v1/completions',
-    { schema: { summary: 'Legacy text completion on the model named in the body (JSON or SSE stream)', body: textBodySchema(true), response: responses({ 200: textAnswerSchema }) } },
+    { config: INFER_BODY_MODEL, schema: { summary: 'Legacy text completion on the model named in the body (JSON or SSE stream)', body: textBodySchema(true), response: responses({ 200: textAnswerSchema }) } },
     async (request, reply) => {
       const modelId = request.body.model as string;
       await library.checkModel(modelId, 'model');
@@ -61,7 +69,7 @@ export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = asyn
   // engine serves an embedding model, rather than left to the generic 404.
   app.post(
     '/v1/embeddings',
-    { schema: { summary: 'Embeddings (OpenAI form): not available yet, a 400 that says so', body: embeddingsBodySchema, response: responses({}) } },
+    { config: { access: { action: 'infer' } }, schema: { summary: 'Embeddings (OpenAI form): not available yet, a 400 that says so', body: embeddingsBodySchema, response: responses({}) } },
     async () => {
       throw invalidArgument('embeddings are not available yet: the engine serves no embedding models', 'model');
     },
@@ -69,8 +77,12 @@ export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = asyn
 
   app.get(
     '/v1/models',
-    { schema: { summary: 'List every live library model, in the OpenAI list form', response: responses({ 200: modelListSchema }) } },
-    async () => {
+    {
+      config: { access: { action: 'infer', inHandler: 'a key scoped to a project other than "library" lists none' } },
+      schema: { summary: 'List every live library model, in the OpenAI list form', response: responses({ 200: modelListSchema }) },
+    },
+    async (request) => {
+      if (!projectVisible(grantOf(request), LIBRARY_PROJECT)) return { object: 'list', data: [] };
       const live = new Set(library.liveInstances().map((l) => l.modelId));
       return { object: 'list', data: (await library.list()).filter((dep) => live.has(dep.modelId)).map(modelCard) };
     },
@@ -79,6 +91,7 @@ export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = asyn
   app.get<{ Params: { model: string } }>(
     '/v1/models/:model',
     {
+      config: { access: { action: 'infer', modelParam: 'model', model: (request) => (request.params as { model: string }).model } },
       schema: {
         summary: 'One live library model, in the OpenAI model form (503 while it loads or after it failed)',
         params: { type: 'object', required: ['model'], properties: { model: { type: 'string', maxLength: 256 } } },

@@ -51,6 +51,8 @@ export const predictRoutes: FastifyPluginAsync<{ predict: PredictService }> = as
     reply.header('x-variation', answer.variation);
     return answer.rows;
   };
-  app.post('/v1/:model_id/predict', { schema: schema(false) }, (request, reply) => handler(request as PredictRequest, reply));
-  app.post('/v1/:model_id/:variation_name/predict', { schema: schema(true) }, (request, reply) => handler(request as PredictRequest, reply));
+  // Inference on the model of the URL (src/server/access.ts).
+  const config = { access: { action: 'infer', model: (request: FastifyRequest) => (request.params as { model_id: string }).model_id } } as const;
+  app.post('/v1/:model_id/predict', { schema: schema(false), config }, (request, reply) => handler(request as PredictRequest, reply));
+  app.post('/v1/:model_id/:variation_name/predict', { schema: schema(true), config }, (request, reply) => handler(request as PredictRequest, reply));
 };

@@ -38,6 +38,7 @@ export const replicaRoutes: FastifyPluginAsync<{ replicas: ReplicaDirectory; db:
   app.get(
     '/api/v1/replicas',
     {
+      config: { access: { action: 'read' } },
       schema: {
         summary: 'The replicas of the host on this database: state, heartbeat, configuration applied, what each serves',
         response: responses({

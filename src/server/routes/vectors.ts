@@ -19,7 +19,9 @@
 // An import has its own limit, MAX_VECTOR_IMPORT_BYTES, and is streamed rather than buffered.
 // At most VECTOR_MAX_CONCURRENT_EXPORTS exports stream at once (429 beyond); one not read for
 // VECTOR_EXPORT_IDLE_TIMEOUT_MS is ended.
-import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { checkCollection, checkImportName, checkTenants, collectionVisible } from '../../auth/permissions.js';
+import { grantOf, type RouteAccess } from '../access.js';
 import { ApiError, invalidArgument } from '../../errors.js';
 import { validatorCompiler } from '../../validation.js';
 import { collectionDefinitionSchema, upsertBodySchema } from '../../vectors/requests.js';
@@ -106,6 +108,22 @@ const nameParams = {
   properties: { name: { type: 'string' } },
 } as const;
 
+type OnCollection = { collection_name: string; tenant_id?: string };
+
+/** A request on one collection's vectors, in the body (collection_name, tenant_id): src/server/access.ts. */
+const onVectors = (action: RouteAccess['action']): { access: RouteAccess } => ({
+  access: {
+    action,
+    collection: (request: FastifyRequest) => (request.body as OnCollection).collection_name,
+    tenants: (request: FastifyRequest) => [(request.body as OnCollection).tenant_id],
+  },
+});
+
+/** A request on a whole collection named in the URL, which a tenant-scoped key may not make when `everyTenant` says what it does. */
+const onCollection = (action: RouteAccess['action'], everyTenant?: string): { access: RouteAccess } => ({
+  access: { action, collectionParam: 'name', collection: (request: FastifyRequest) => (request.params as { name: string }).name, ...(everyTenant ? { everyTenant } : {}) },
+});
+
 export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, { vectors, maxBodyBytes }) => {
   // The app-wide handler would quote the app-wide body limit; these routes have their own.
   app.setErrorHandler((err: FastifyError, _request, reply) => {
@@ -120,6 +138,14 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
   app.post<{ Body: CreateCollectionBody }>(
     '/api/v1/vectors/collections',
     {
+      config: {
+        access: {
+          action: 'manage-collections',
+          collectionParam: 'name',
+          collection: (request) => (request.body as CreateCollectionBody).name,
+          everyTenant: 'creating a collection',
+        },
+      },
       schema: {
         summary: 'Create a vector collection',
         body: collectionDefinitionSchema,
@@ -131,19 +157,26 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
 
   app.get(
     '/api/v1/vectors/collections',
-    { schema: { summary: 'List the vector collections, with their vector counts', response: responses({ 200: listOf('collections', collectionSchema) }) } },
-    async () => ({ collections: await vectors.listCollections() }),
+    {
+      config: { access: { action: 'read', inHandler: 'a collection-scoped key lists only its collections' } },
+      schema: { summary: 'List the vector collections, with their vector counts', response: responses({ 200: listOf('collections', collectionSchema) }) },
+    },
+    async (request) => {
+      const grant = grantOf(request);
+      return { collections: (await vectors.listCollections()).filter((c) => collectionVisible(grant, c.name)) };
+    },
   );
 
   app.get<{ Params: { name: string } }>(
     '/api/v1/vectors/collections/:name',
-    { schema: { summary: 'Get a vector collection, with its index state', params: nameParams, response: responses({ 200: collectionSchema }) } },
+    { config: onCollection('read'), schema: { summary: 'Get a vector collection, with its index state', params: nameParams, response: responses({ 200: collectionSchema }) } },
     async (request) => vectors.getCollection(request.params.name),
   );
 
   app.delete<{ Params: { name: string } }>(
     '/api/v1/vectors/collections/:name',
     {
+      config: onCollection('manage-collections', 'deleting a collection'),
       schema: {
         summary: 'Delete a vector collection with its vectors and index files',
         params: nameParams,
@@ -162,6 +195,8 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     raw.post<{ Body: Buffer }>(
       '/api/v1/vectors/upsert',
       {
+        // The body is parsed in the ingest worker: its collection and tenants are checked once parsed.
+        config: { access: { action: 'write-vectors', inHandler: 'the collection and each vector\'s tenant, once the ingest worker has parsed the body' } },
         bodyLimit,
         schema: {
           summary: 'Upsert vectors (insert new ids, replace existing ones)',
@@ -174,7 +209,11 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
       async (request, reply) => {
         // No Content-Type and no body: Fastify parses nothing, and the body is undefined.
         if (!Buffer.isBuffer(request.body) || request.body.byteLength === 0) throw invalidArgument('request body is empty; send a JSON object');
-        return vectors.upsert(request.body, noteSeq(reply));
+        const grant = grantOf(request);
+        return vectors.upsert(request.body, noteSeq(reply), (collection, tenants) => {
+          checkCollection(grant, collection.name);
+          checkTenants(grant, collection, tenants);
+        });
       },
     );
   });
@@ -182,6 +221,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
   app.post<{ Body: SearchBody }>(
     '/api/v1/vectors/search',
     {
+      config: onVectors('read-vectors'),
       bodyLimit,
       schema: {
         summary: 'Search the vectors nearest a reference vector, optionally filtered',
@@ -225,6 +265,16 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
   app.post<{ Body: DeleteBody }>(
     '/api/v1/vectors/delete',
     {
+      // Each identifier's own tenant, or the request's.
+      config: {
+        access: {
+          ...onVectors('write-vectors').access,
+          tenants: (request) => {
+            const body = request.body as DeleteBody;
+            return body.vector_identifiers ? body.vector_identifiers.map((v) => v.tenant_id ?? body.tenant_id) : [body.tenant_id];
+          },
+        },
+      },
       bodyLimit,
       schema: {
         summary: 'Delete vectors by id, or those matching a filter',
@@ -250,6 +300,14 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
   app.get<{ Params: { collection: string; id: string }; Querystring: { tenant_id?: string } }>(
     '/api/v1/vectors/collections/:collection/:id',
     {
+      config: {
+        access: {
+          action: 'read-vectors',
+          collectionParam: 'collection',
+          collection: (request) => (request.params as { collection: string }).collection,
+          tenants: (request) => [(request.query as { tenant_id?: string }).tenant_id],
+        },
+      },
       schema: {
         summary: 'Fetch one vector by id',
         params: {
@@ -267,6 +325,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
   app.post<{ Body: SampleBody }>(
     '/api/v1/vectors/sample',
     {
+      config: onVectors('read-vectors'),
       bodyLimit,
       schema: {
         summary: 'Sample distinct vectors at random',
@@ -283,6 +342,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
   app.post<{ Body: CountBody }>(
     '/api/v1/vectors/count',
     {
+      config: onVectors('read-vectors'),
       bodyLimit,
       schema: {
         summary: 'Count the vectors of a collection (and tenant), optionally filtered',
@@ -296,6 +356,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
   app.post<{ Body: ScrollBody }>(
     '/api/v1/vectors/scroll',
     {
+      config: onVectors('read-vectors'),
       bodyLimit,
       schema: {
         summary: 'Page through the vectors in id order, with a cursor',
@@ -321,6 +382,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
   app.get<{ Params: { name: string } }>(
     '/api/v1/vectors/export/:name',
     {
+      config: onCollection('manage-collections', 'exporting a collection'),
       schema: {
         summary: 'Export a collection: its definition and every vector, as an NDJSON file',
         params: nameParams,
@@ -353,6 +415,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
     raw.post<{ Querystring: { name?: string }; Body: AsyncIterable<Uint8Array> | undefined }>(
       '/api/v1/vectors/import',
       {
+        config: { access: { action: 'manage-collections', everyTenant: 'importing a collection', inHandler: 'a collection-scoped key must name an import in its scope with ?name=' } },
         bodyLimit: importLimit,
         schema: {
           summary: 'Create a collection from an export file, under its own name or ?name=',
@@ -368,6 +431,7 @@ export const vectorRoutes: FastifyPluginAsync<VectorRouteOptions> = async (app, 
         const length = request.headers['content-length'];
         const declared = length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined;
         try {
+          checkImportName(grantOf(request), request.query.name);
           return reply.code(201).send(await vectors.importCollection(request.body, request.query.name, declared));
         } catch (err) {
           // Refused before the body was read to its end: the rest is not read, the connection closes.
