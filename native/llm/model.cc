@@ -179,6 +179,13 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 
   c.has_qkv_bias = f.tensor("blk.0.attn_q.bias") != nullptr;
   if (*arch == "qwen2" && !c.has_qkv_bias) throw GgufError("missing tensor 'blk.0.attn_q.bias' (qwen2 has QKV biases)");
+  // Every layer has at least 9 tensors. Without this bound a block_count of 2^24 in a one-layer
+  // file sized vectors_ and layers for it (5 GiB) before the missing tensor of layer 1 was noticed
+  // (test/data/fuzz-regressions/gguf_reader_fuzz/block-count-2e24; libFuzzer: out-of-memory).
+  if (static_cast<uint64_t>(c.n_layers) > f.tensors().size() / 9) {
+    throw GgufError("block_count " + std::to_string(c.n_layers) + " is more layers than the file's " +
+                    std::to_string(f.tensors().size()) + " tensors hold");
+  }
   // vectors_ must not reallocate while host_ points into it: one norm per layer twice, three
   // biases per layer, and the three model-wide vectors.
   m->vectors_.reserve(static_cast<size_t>(3 + c.n_layers * 5));

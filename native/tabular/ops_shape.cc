@@ -2,6 +2,7 @@
 // Concat and Transpose (copies). All work on every element type, strings included.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <type_traits>
@@ -77,7 +78,7 @@ Shape reshape_dims(const Shape& in, const std::vector<int64_t>& spec, bool allow
   Shape out(spec.size());
   int64_t infer = -1;
   int64_t known = 1;
-  bool unknown = false;
+  bool unknown = false, overflow = false;
   for (size_t k = 0; k < spec.size(); ++k) {
     const int64_t s = spec[k];
     if (s == -1) {
@@ -95,8 +96,18 @@ Shape reshape_dims(const Shape& in, const std::vector<int64_t>& spec, bool allow
     } else {
       out[k] = s;
     }
-    if (out[k] < 0) unknown = true; else known *= out[k];
+    if (out[k] < 0) {
+      unknown = true;
+    } else if (known != 0 && out[k] > std::numeric_limits<int64_t>::max() / known) {
+      // Found by the fuzzer (test/data/fuzz-regressions/tabular_graph_fuzz/reshape-overflow): the
+      // product overflowed (undefined behaviour), and a wrapped product could even match the
+      // input's element count. Only a later 0 dimension makes such a shape a tensor.
+      overflow = true;
+    } else {
+      known *= out[k];
+    }
   }
+  if (overflow && known != 0) fail("the shape " + shape_str(spec) + " has too many elements");
   if (allowzero && infer >= 0 && std::find(spec.begin(), spec.end(), 0) != spec.end()) {
     fail("the shape " + shape_str(spec) + " has both 0 and -1, which allowzero = 1 forbids");
   }
