@@ -327,7 +327,7 @@ export const migrations: readonly Migration[] = [
     sql: `
       CREATE TABLE library_deployments (
         model_id       TEXT PRIMARY KEY REFERENCES models(id) ON DELETE CASCADE,
-        name           TEXT NOT NULL UNIQUE,       -- general.name or the file name; immutable
+        name           TEXT NOT NULL UNIQUE,       -- the file name without .gguf, or the name asked for; unique, immutable
         file           TEXT NOT NULL,              -- relative to MODELS_DIR
         license        TEXT,
         license_link   TEXT,
