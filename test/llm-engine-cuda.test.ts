@@ -14,7 +14,8 @@
 // matmuls are f32 GEMVs, above that f16 tensor-core tiles (~1e-3 relative), so a near-tie between
 // the two best tokens may legitimately flip between a sequence alone and in a batch.
 //  - seeded sampling: valid tokens, the same seed twice gives the same tokens;
-//  - CUDA graphs on and off give the same tokens.
+//  - CUDA graphs on and off give the same tokens;
+//  - a grammar's mask in the sample kernel, log-probabilities, and prefix-cached blocks.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,6 +25,7 @@ import { engineInfo } from '../src/native/gemm.js';
 import { writeGguf, type TinyModelOptions } from './helpers/gguf-writer.js';
 import type { QuantType } from './helpers/ggml-quants.js';
 import { plainVocab, referenceModel, relativeError } from './helpers/llm-reference.js';
+import { encodeGrammar, GrammarBuilder, grammarMatches } from '../src/llm/structured/grammar.js';
 
 const info = engineInfo();
 const hasGpu = info.cuda.built && info.cuda.devices.length > 0;
@@ -174,6 +176,77 @@ describe.skipIf(!hasGpu)('cuda batching, graphs and sampling', () => {
       for (const t of a) expect(t >= 0 && t < 64).toBe(true);
       expect(model.info().backend).toBe('cuda');
       expect(model.info().memory.deviceWeightBytes).toBeGreaterThan(0);
+    } finally {
+      await model.unload();
+    }
+  });
+});
+
+// Issue 19 and 20 on the device: a grammar's mask applied in the sample kernel, log-probabilities
+// read from the host copy of the logits, and prefix-cached blocks read by the attention kernels.
+describe.skipIf(!hasGpu)('cuda: grammars, log-probabilities and the prefix cache', () => {
+  const file = () => build({ ...wide, arch: 'llama', weightType: 'F16', seed: 35 });
+  // The engine only needs each token's bytes: tokens 0-9 are the digits, the others letters.
+  const bytes = Array.from({ length: 64 }, (_, t) => Buffer.from(t < 10 ? String(t) : String.fromCharCode(97 + ((t - 10) % 26))));
+  const grammar = () => {
+    const b = new GrammarBuilder();
+    return b.build([...b.repeat(b.bytes([[0x30, 0x39]]), 2, 5), ...b.literal('x')]);
+  };
+
+  it('every sampled and greedy output matches the grammar, batched with free sequences', async () => {
+    const model = await loadModel(file(), { backend: 'cuda', maxRunningSequences: 8 });
+    try {
+      model.setTokenBytes(bytes);
+      const g = grammar();
+      const compiled = model.compileGrammar(encodeGrammar(g));
+      const runs = await Promise.all(
+        Array.from({ length: 8 }, async (_, i) => {
+          const options = { maxTokens: 16, temperature: i % 2 === 0 ? 0.9 : 0, seed: i, ...(i < 6 ? { grammar: compiled.handle } : {}) };
+          return { constrained: i < 6, result: await model.generate(prompt(5, 64, i + 1), options).result };
+        }),
+      );
+      for (const { constrained, result } of runs) {
+        if (!constrained) continue;
+        expect(result.finishReason).toBe('stop');
+        expect(grammarMatches(g, Buffer.concat(result.tokens.map((t) => bytes[t]!)))).toBe(true);
+      }
+    } finally {
+      await model.unload();
+    }
+  });
+
+  it('log-probabilities over the whole vocabulary sum to 1 and match the cpu backend', async () => {
+    const f = file();
+    const run = async (backend: 'cpu' | 'cuda') => {
+      const model = await loadModel(f, { backend });
+      try {
+        const gen = model.generate(prompt(6, 64, 3), { maxTokens: 1, temperature: 0, logprobs: 64 });
+        const tokens = [];
+        for await (const t of gen) tokens.push(t);
+        return tokens[0]!;
+      } finally {
+        await model.unload();
+      }
+    };
+    const [cpu, cuda] = [await run('cpu'), await run('cuda')];
+    expect(Math.abs(cuda.top!.reduce((s, [, lp]) => s + Math.exp(lp), 0) - 1)).toBeLessThan(1e-4);
+    const byId = (top: Array<[number, number]>) => Float32Array.from(top.slice().sort((a, b) => a[0] - b[0]).map(([, lp]) => lp));
+    expect(relativeError(byId(cuda.top!), byId(cpu.top!))).toBeLessThan(TOLERANCE.F16);
+  });
+
+  it('a prompt whose blocks come from the prefix cache gives the logits of one computed in full', async () => {
+    const model = await loadModel(file(), { backend: 'cuda', kvBlockSize: 16 });
+    try {
+      const p = prompt(70, 64, 9);
+      const first = model.generate(p, { maxTokens: 1, temperature: 0, logprobs: 64 });
+      const a = [];
+      for await (const t of first) a.push(t);
+      const second = model.generate(p, { maxTokens: 1, temperature: 0, logprobs: 64 });
+      const b = [];
+      for await (const t of second) b.push(t);
+      expect((await second.result).cachedTokens).toBe(64);
+      const byId = (top: Array<[number, number]>) => Float32Array.from(top.slice().sort((x, y) => x[0] - y[0]).map(([, lp]) => lp));
+      expect(relativeError(byId(b[0]!.top!), byId(a[0]!.top!))).toBeLessThan(TOLERANCE.F16);
     } finally {
       await model.unload();
     }
