@@ -4,22 +4,15 @@
 // blocks in the prefix cache); a response format holds every choice.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient } from './helpers/api.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
-import { deployLibraryModel } from './helpers/library.js';
+import type { TestHost } from './helpers/in-process-host.js';
+import { libraryHost } from './helpers/library.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
-import { tempDir } from './helpers/paths.js';
 
 let host: TestHost;
 let token: string;
 
 beforeAll(async () => {
-  const modelsDir = tempDir();
-  writeTinyChatModel(modelsDir, 'tiny-chat', { nCtx: 1024 });
-  host = await listen(await startInProcessHost({ MODELS_DIR: modelsDir, LLM_CONTEXT_LENGTH: '1024', LLM_MAX_RUNNING_SEQUENCES: '8' }));
-  token = (await tokenFor(host)).token;
-  const dep = await deployLibraryModel(apiClient(host.url, token), 'tiny-chat.gguf', 'tiny');
-  expect(dep.status, dep.reason ?? '').toBe('LIVE');
+  ({ host, token } = await libraryHost((dir) => ({ tiny: writeTinyChatModel(dir, 'tiny-chat', { nCtx: 1024 }) }), { LLM_CONTEXT_LENGTH: '1024', LLM_MAX_RUNNING_SEQUENCES: '8' }));
 }, 60_000);
 afterAll(async () => {
   await host?.close();

@@ -5,9 +5,8 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadModel, type LlmModel } from '../src/llm/engine/index.js';
-import { apiClient } from './helpers/api.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
-import { deployLibraryModel } from './helpers/library.js';
+import type { TestHost } from './helpers/in-process-host.js';
+import { libraryHost } from './helpers/library.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
 import { tempDir } from './helpers/paths.js';
 
@@ -68,12 +67,7 @@ describe('log-probabilities through the host', () => {
   let token: string;
 
   beforeAll(async () => {
-    const modelsDir = tempDir();
-    writeTinyChatModel(modelsDir, 'tiny-chat');
-    host = await listen(await startInProcessHost({ MODELS_DIR: modelsDir, LLM_CONTEXT_LENGTH: '256' }));
-    token = (await tokenFor(host)).token;
-    const dep = await deployLibraryModel(apiClient(host.url, token), 'tiny-chat.gguf', 'tiny');
-    expect(dep.status, dep.reason ?? '').toBe('LIVE');
+    ({ host, token } = await libraryHost((dir) => ({ tiny: writeTinyChatModel(dir, 'tiny-chat') }), { LLM_CONTEXT_LENGTH: '256' }));
   }, 60_000);
   afterAll(async () => {
     await host?.close();

@@ -7,10 +7,9 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadModel, type LlmModel } from '../src/llm/engine/index.js';
-import { apiClient } from './helpers/api.js';
 import { seededRandom } from './helpers/gguf-writer.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
-import { deployLibraryModel } from './helpers/library.js';
+import { tokenFor, type TestHost } from './helpers/in-process-host.js';
+import { libraryHost } from './helpers/library.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
 import { tempDir } from './helpers/paths.js';
 
@@ -86,6 +85,9 @@ describe('the prefix cache in the engine', () => {
     expect(stats.kvBlocksCached).toBeGreaterThan(0);
     expect(stats.kvBlocksCached + stats.kvBlocksUsed).toBeLessThanOrEqual(stats.kvBlocksTotal);
     expect(uncached.stats()).toMatchObject({ prefixCacheHits: 0, kvBlocksCached: 0 });
+    // Every block a finished sequence held is back: cached (published) or free, none pinned.
+    expect(stats).toMatchObject({ running: 0, kvBlocksUsed: 0, kvBlocksReserved: 0 });
+    expect(uncached.stats()).toMatchObject({ kvBlocksUsed: 0, kvBlocksReserved: 0 });
   });
 
   it('a prompt identical to a cached one still computes its last token, and a longer one reuses every full block', async () => {
@@ -129,12 +131,7 @@ describe('the prefix cache through the host', () => {
   let token: string;
 
   beforeAll(async () => {
-    const modelsDir = tempDir();
-    writeTinyChatModel(modelsDir, 'tiny-chat', { nCtx: 1024 });
-    host = await listen(await startInProcessHost({ MODELS_DIR: modelsDir, LLM_CONTEXT_LENGTH: '1024' }));
-    token = (await tokenFor(host)).token;
-    const dep = await deployLibraryModel(apiClient(host.url, token), 'tiny-chat.gguf', 'tiny');
-    expect(dep.status, dep.reason ?? '').toBe('LIVE');
+    ({ host, token } = await libraryHost((dir) => ({ tiny: writeTinyChatModel(dir, 'tiny-chat', { nCtx: 1024 }) }), { LLM_CONTEXT_LENGTH: '1024' }));
   }, 60_000);
   afterAll(async () => {
     await host?.close();

@@ -9,11 +9,9 @@ import OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { apiClient } from './helpers/api.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
-import { deployLibraryModel } from './helpers/library.js';
+import type { TestHost } from './helpers/in-process-host.js';
+import { libraryHost } from './helpers/library.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
-import { tempDir } from './helpers/paths.js';
 
 const QWEN_TEMPLATE = fs.readFileSync(path.join(__dirname, 'data/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja'), 'utf8');
 
@@ -22,12 +20,10 @@ let client: OpenAI;
 let token: string;
 
 beforeAll(async () => {
-  const modelsDir = tempDir();
-  writeTinyChatModel(modelsDir, 'qwen-like', { nCtx: 4096, chatTemplate: QWEN_TEMPLATE });
-  host = await listen(await startInProcessHost({ MODELS_DIR: modelsDir, LLM_CONTEXT_LENGTH: '4096', LLM_MAX_RUNNING_SEQUENCES: '8' }));
-  token = (await tokenFor(host)).token;
-  const dep = await deployLibraryModel(apiClient(host.url, token), 'qwen-like.gguf', 'qwen');
-  expect(dep.status, dep.reason ?? '').toBe('LIVE');
+  ({ host, token } = await libraryHost((dir) => ({ qwen: writeTinyChatModel(dir, 'qwen-like', { nCtx: 4096, chatTemplate: QWEN_TEMPLATE }) }), {
+    LLM_CONTEXT_LENGTH: '4096',
+    LLM_MAX_RUNNING_SEQUENCES: '8',
+  }));
   client = new OpenAI({ baseURL: `${host.url}/v1`, apiKey: token, maxRetries: 0 });
 }, 90_000);
 afterAll(async () => {

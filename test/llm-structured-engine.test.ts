@@ -104,6 +104,37 @@ describe('a grammar in the sampler', () => {
     expect(overruled).toBeGreaterThan(0); // the random model needed correcting
   });
 
+  it('the penalties do not let a token outside the grammar back in', async () => {
+    const g = recordGrammar();
+    const compiled = model.compileGrammar(encodeGrammar(g));
+    const runs = await Promise.all(Array.from({ length: 8 }, (_, seed) => run(compiled, { temperature: 1, seed, frequencyPenalty: 2, presencePenalty: 2 })));
+    for (const { ids, finish } of runs) {
+      expect(finish).toBe('stop');
+      expect(grammarMatches(g, bytesOf(ids))).toBe(true);
+    }
+  });
+
+  it('output that would nest deeper than 256 levels ends with an error that says so', async () => {
+    const b = new GrammarBuilder();
+    let inner = b.literal('x');
+    for (let k = 0; k < 300; k++) inner = b.rule([[...b.literal('['), ...inner, ...b.literal(']')]]);
+    const compiled = model.compileGrammar(encodeGrammar(b.build(inner)));
+    const gen = model.generate(PROMPT, { maxTokens: 400, temperature: 1, seed: 1, grammar: compiled.handle });
+    await expect(gen.result).rejects.toThrow(/nests more than 256 levels/);
+  });
+
+  it('a grammar compiled for another model is refused', async () => {
+    const dir = tempDir();
+    const other = await loadModel(path.join(dir, writeTinyChatModel(dir, 'other', { seed: 9 })), { contextLength: 128 });
+    try {
+      other.setTokenBytes(pieces);
+      const foreign = other.compileGrammar(encodeGrammar(recordGrammar()));
+      expect(() => model.generate(PROMPT, { grammar: foreign.handle })).toThrow(/compiled for another model/);
+    } finally {
+      await other.unload();
+    }
+  });
+
   it('a value cut short by max_tokens ends with "length", never with "stop"', async () => {
     const b = new GrammarBuilder();
     const g = b.build([...b.literal('['), ...b.repeat(b.literal('1,'), 30, 30), ...b.literal('1]')]);

@@ -6,11 +6,9 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schemaValidator } from './helpers/ajv.js';
-import { apiClient } from './helpers/api.js';
-import { deployLibraryModel } from './helpers/library.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
+import type { TestHost } from './helpers/in-process-host.js';
+import { libraryHost } from './helpers/library.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
-import { tempDir } from './helpers/paths.js';
 import { generateSchemas } from './helpers/schema-generator.js';
 import { grammarCompiles } from '../src/llm/chat/constraint.js';
 
@@ -18,12 +16,7 @@ let host: TestHost;
 let token: string;
 
 beforeAll(async () => {
-  const modelsDir = tempDir();
-  writeTinyChatModel(modelsDir, 'tiny-chat', { nCtx: 2048 });
-  host = await listen(await startInProcessHost({ MODELS_DIR: modelsDir, LLM_CONTEXT_LENGTH: '2048', LLM_MAX_RUNNING_SEQUENCES: '8' }));
-  token = (await tokenFor(host)).token;
-  const dep = await deployLibraryModel(apiClient(host.url, token), 'tiny-chat.gguf', 'tiny');
-  expect(dep.status, dep.reason ?? '').toBe('LIVE');
+  ({ host, token } = await libraryHost((dir) => ({ tiny: writeTinyChatModel(dir, 'tiny-chat', { nCtx: 2048 }) }), { LLM_CONTEXT_LENGTH: '2048', LLM_MAX_RUNNING_SEQUENCES: '8' }));
 }, 90_000);
 afterAll(async () => {
   await host?.close();

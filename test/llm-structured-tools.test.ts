@@ -8,11 +8,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schemaValidator } from './helpers/ajv.js';
-import { apiClient } from './helpers/api.js';
-import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
-import { deployLibraryModel } from './helpers/library.js';
+import type { TestHost } from './helpers/in-process-host.js';
+import { libraryHost } from './helpers/library.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
-import { tempDir } from './helpers/paths.js';
 
 const template = (name: string) => fs.readFileSync(path.join(__dirname, 'data/chat-templates', name), 'utf8');
 const FAMILIES = [
@@ -26,16 +24,15 @@ let host: TestHost;
 let token: string;
 
 beforeAll(async () => {
-  const modelsDir = tempDir();
-  for (const f of FAMILIES) writeTinyChatModel(modelsDir, f.id, { nCtx: 4096, ...(f.template ? { chatTemplate: f.template } : {}) });
-  writeTinyChatModel(modelsDir, 'refuses-tools', { chatTemplate: "{% if tools %}{{ raise_exception('this template takes no tools') }}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}" });
-  host = await listen(await startInProcessHost({ MODELS_DIR: modelsDir, LLM_CONTEXT_LENGTH: '4096', LLM_MAX_RUNNING_SEQUENCES: '8' }));
-  token = (await tokenFor(host)).token;
-  const api = apiClient(host.url, token);
-  for (const id of [...FAMILIES.map((f) => f.id), 'refuses-tools']) {
-    const dep = await deployLibraryModel(api, `${id}.gguf`, id);
-    expect(dep.status, dep.reason ?? '').toBe('LIVE');
-  }
+  ({ host, token } = await libraryHost(
+    (dir) => ({
+      ...Object.fromEntries(FAMILIES.map((f) => [f.id, writeTinyChatModel(dir, f.id, { nCtx: 4096, ...(f.template ? { chatTemplate: f.template } : {}) })])),
+      'refuses-tools': writeTinyChatModel(dir, 'refuses-tools', {
+        chatTemplate: "{% if tools %}{{ raise_exception('this template takes no tools') }}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}",
+      }),
+    }),
+    { LLM_CONTEXT_LENGTH: '4096', LLM_MAX_RUNNING_SEQUENCES: '8' },
+  ));
 }, 120_000);
 afterAll(async () => {
   await host?.close();

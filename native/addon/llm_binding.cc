@@ -315,6 +315,8 @@ Napi::Value Generate(const Napi::CallbackInfo& info) {
       r.type_error("options.grammar must be a grammar from llmCompileGrammar");
     }
     req.grammar.grammar = *grammar.As<Napi::External<GrammarRef>>().Data();
+    // Its masks are sized for, and its token bytes are, one model's vocabulary.
+    if (&req.grammar.grammar->trie() != get_handle(r, info).trie.get()) r.range_error("options.grammar was compiled for another model");
     const Napi::Value trigger = o.Get("grammarTrigger");
     if (!trigger.IsUndefined()) {
       if (!trigger.IsString()) r.type_error("options.grammarTrigger must be a string");

@@ -26,7 +26,8 @@ CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenTri
   initial_ = intern(grammar_.initial());
 }
 
-size_t CompiledGrammar::states() const {
+size_t CompiledGrammar::states() {
+  std::lock_guard<std::mutex> lock(mu_);
   return states_.size();
 }
 
@@ -35,9 +36,14 @@ int32_t CompiledGrammar::intern(std::vector<Stack> stacks) {
   std::string key = key_of(stacks);
   auto it = index_.find(key);
   if (it != index_.end()) return it->second;
-  if (states_.size() >= limits_.max_states) {
-    throw GrammarError("the grammar needed more than " + std::to_string(limits_.max_states) + " parser states; simplify the schema");
+  if (states_.size() >= limits_.max_states || state_bytes_ + 2 * key.size() + 1024 > limits_.state_budget_bytes) {
+    throw GrammarError("the grammar needed more than " + std::to_string(limits_.max_states) + " parser states or " +
+                       std::to_string(limits_.state_budget_bytes >> 20) + " MiB of them; simplify the schema or nest less deeply");
   }
+  for (const Stack& st : stacks) {
+    if (st.size() > limits_.max_depth) throw GrammarError("the output nests more than " + std::to_string(limits_.max_depth) + " levels deep");
+  }
+  state_bytes_ += 2 * key.size() + 1024;  // the stacks, the key, the transition table
   State s;
   s.accepting = std::any_of(stacks.begin(), stacks.end(), [](const Stack& st) { return st.empty(); });
   s.stacks = std::move(stacks);

@@ -28,9 +28,11 @@ namespace platform::llm {
 
 struct GrammarLimits {
   size_t max_items = 2'000'000;        // items in the encoded grammar
-  size_t max_stacks = 4096;            // live parses in one state
-  size_t max_states = 200'000;         // interned states per grammar
-  size_t mask_budget_bytes = 256u << 20;
+  size_t max_stacks = 1024;            // live parses in one state
+  size_t max_depth = 256;              // rules being parsed inside each other (nesting)
+  size_t max_states = 100'000;         // interned states per grammar
+  size_t state_budget_bytes = 64u << 20;  // their stacks and keys
+  size_t mask_budget_bytes = 64u << 20;   // cached masks (dropped and recomputed beyond it)
 };
 
 class CompiledGrammar {
@@ -51,7 +53,8 @@ class CompiledGrammar {
   void mask(int32_t state, std::vector<uint32_t>& out);
   int64_t vocab_words() const { return (vocab_ + 31) / 32; }
   const TokenTrie& trie() const { return *trie_; }
-  size_t states() const;
+  int64_t vocab() const { return vocab_; }
+  size_t states();
 
  private:
   struct State {
@@ -72,7 +75,7 @@ class CompiledGrammar {
   std::mutex mu_;
   std::vector<State> states_;
   std::unordered_map<std::string, int32_t> index_;
-  size_t mask_bytes_ = 0;
+  size_t mask_bytes_ = 0, state_bytes_ = 0;
   int32_t initial_ = kDead;
 };
 

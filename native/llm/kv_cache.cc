@@ -45,8 +45,8 @@ KvCache::KvCache(int64_t block_size, int64_t n_blocks, bool prefix_caching)
   for (int64_t b = n_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }
 
-void KvCache::match(const std::vector<int32_t>& tokens, uint64_t salt, int64_t max_blocks, std::vector<int32_t>& blocks,
-                    std::vector<uint64_t>& hashes) const {
+void KvCache::match(const std::vector<int32_t>& tokens, uint64_t salt, const std::string& salt_text, int64_t max_blocks,
+                    std::vector<int32_t>& blocks, std::vector<uint64_t>& hashes) const {
   blocks.clear();
   hashes.clear();
   if (!prefix_caching_) return;
@@ -58,7 +58,7 @@ void KvCache::match(const std::vector<int32_t>& tokens, uint64_t salt, int64_t m
     auto it = by_hash_.find(h);
     if (it == by_hash_.end()) break;
     const Entry& e = entries_[it->second];
-    if (e.salt != salt || e.parent != parent || !std::equal(e.tokens.begin(), e.tokens.end(), t)) break;
+    if (e.salt != salt_text || e.parent != parent || !std::equal(e.tokens.begin(), e.tokens.end(), t)) break;
     blocks.push_back(it->second);
     hashes.push_back(h);
     parent = h;
@@ -89,6 +89,7 @@ void KvCache::unpublish(int32_t block) {
   if (it != by_hash_.end() && it->second == block) by_hash_.erase(it);
   e.published = false;
   e.tokens.clear();
+  e.salt.clear();
 }
 
 int32_t KvCache::allocate() {
@@ -109,19 +110,20 @@ int32_t KvCache::allocate() {
   return b;
 }
 
-void KvCache::publish(int32_t block, uint64_t hash, uint64_t parent, const int32_t* tokens, uint64_t salt) {
+void KvCache::publish(int32_t block, uint64_t hash, uint64_t parent, const int32_t* tokens, const std::string& salt_text) {
   if (!prefix_caching_ || by_hash_.count(hash) > 0) return;
   Entry& e = entries_[block];
   e.hash = hash;
   e.parent = parent;
-  e.salt = salt;
+  e.salt = salt_text;
   e.tokens.assign(tokens, tokens + block_size_);
   e.published = true;
   by_hash_.emplace(hash, block);
 }
 
 void KvCache::release(const std::vector<int32_t>& blocks) {
-  for (int32_t b : blocks) {
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {  // the last block first into the LRU
+    const int32_t b = *it;
     Entry& e = entries_[b];
     if (--e.refs > 0) continue;
     pinned_.fetch_sub(1, std::memory_order_relaxed);

@@ -8,8 +8,9 @@
 // instead of computing them again. Blocks are reference-counted: a block that running sequences
 // share is pinned; one that none uses but that holds a published prefix stays cached, and is
 // evicted least recently used first when a new block is needed and the free list is empty. A
-// match is checked token by token (and salt and parent), so a hash collision never shares a
-// block.
+// match is checked token by token and salt by salt (the salt's text, not its hash), and its
+// parent's hash must be the one matched just before: sharing a block across salts is impossible,
+// and within a salt would need two different prefixes with equal 64-bit chained hashes.
 //
 // This is only the bookkeeping: the storage (K and V of every layer per block, laid out as
 // KvCacheLayout says) belongs to the backend, in its own memory and element type (the CPU: f32 in
@@ -19,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <list>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -54,8 +56,8 @@ class KvCache {
 
   // The cached blocks that hold the first full blocks of `tokens` (at most max_blocks), in
   // order, with their hashes; nothing is taken.
-  void match(const std::vector<int32_t>& tokens, uint64_t salt, int64_t max_blocks, std::vector<int32_t>& blocks,
-             std::vector<uint64_t>& hashes) const;
+  void match(const std::vector<int32_t>& tokens, uint64_t salt, const std::string& salt_text, int64_t max_blocks,
+             std::vector<int32_t>& blocks, std::vector<uint64_t>& hashes) const;
   // Of those, the blocks no sequence holds (taking them pins them: they count against the budget).
   int64_t unpinned(const std::vector<int32_t>& blocks) const;
   // Pins matched blocks for a sequence.
@@ -65,14 +67,16 @@ class KvCache {
   int32_t allocate();
   // Publishes a sequence's full block under `hash` (its tokens and salt kept for the checks). A
   // block already cached under that hash keeps the entry; this one stays private.
-  void publish(int32_t block, uint64_t hash, uint64_t parent, const int32_t* tokens, uint64_t salt);
-  // A sequence lets its blocks go: unpinned published blocks stay cached (most recent last),
-  // others return to the free list.
+  void publish(int32_t block, uint64_t hash, uint64_t parent, const int32_t* tokens, const std::string& salt_text);
+  // A sequence lets its blocks go: unpinned published blocks stay cached, the last block first in
+  // line for eviction (a child is useless without its parent, so it goes before it), others
+  // return to the free list.
   void release(const std::vector<int32_t>& blocks);
 
  private:
   struct Entry {
-    uint64_t hash = 0, parent = 0, salt = 0;
+    uint64_t hash = 0, parent = 0;
+    std::string salt;
     std::vector<int32_t> tokens;
     bool published = false;
     int32_t refs = 0;

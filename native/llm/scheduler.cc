@@ -73,7 +73,7 @@ Scheduler::Counts Scheduler::counts() {
   Counts c;
   c.running = static_cast<int64_t>(running_.size());
   c.waiting = static_cast<int64_t>(waiting_.size());
-  c.reserved_blocks = kv_.pinned_blocks() + outstanding_;
+  c.reserved_blocks = kv_.pinned_blocks() + outstanding_.load();
   c.prefix_queries = prefix_queries_;
   c.prefix_hits = prefix_hits_;
   return c;
@@ -140,10 +140,10 @@ void Scheduler::admit() {
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < options_.max_running) {
     Sequence& s = *waiting_.front();
     const int64_t n_prompt = static_cast<int64_t>(s.req.prompt.size());
-    if (!s.req.logits_only) kv_.match(s.req.prompt, s.salt, (n_prompt - 1) / bs, hits, hashes);
+    if (!s.req.logits_only) kv_.match(s.req.prompt, s.salt, s.req.cache_salt, (n_prompt - 1) / bs, hits, hashes);
     else hits.clear(), hashes.clear();
     const int64_t needed = (s.limit + bs - 1) / bs - static_cast<int64_t>(hits.size());
-    if (kv_.pinned_blocks() + outstanding_ + needed + kv_.unpinned(hits) > kv_.total_blocks()) break;
+    if (kv_.pinned_blocks() + outstanding_.load() + needed + kv_.unpinned(hits) > kv_.total_blocks()) break;
     kv_.take(hits);
     s.blocks = hits;
     s.hashes = hashes;
@@ -168,7 +168,7 @@ void Scheduler::publish_full_blocks(Sequence& s) {
     for (int64_t i = 0; i < bs; ++i) tokens[i] = s.token_at(b * bs + i);
     const uint64_t parent = b == 0 ? 0 : s.hashes[b - 1];
     const uint64_t h = block_hash(parent, tokens.data(), bs, s.salt);
-    kv_.publish(s.blocks[b], h, parent, tokens.data(), s.salt);
+    kv_.publish(s.blocks[b], h, parent, tokens.data(), s.req.cache_salt);
     s.hashes.push_back(h);
   }
 }

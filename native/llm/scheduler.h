@@ -142,7 +142,9 @@ class Scheduler {
   std::deque<std::shared_ptr<Sequence>> waiting_;
   std::vector<std::shared_ptr<Sequence>> running_;  // changed only by the engine's thread, under mu_
   std::unordered_map<uint64_t, std::shared_ptr<Sequence>> by_id_;
-  int64_t outstanding_ = 0;  // blocks reserved by running sequences and not yet taken
+  // Blocks reserved by running sequences and not yet taken: changed on the engine's thread (in
+  // layout_step without mu_), read by counts() from any thread.
+  std::atomic<int64_t> outstanding_{0};
   uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
   std::atomic<uint64_t> generated_{0};
 };

@@ -51,34 +51,24 @@ export class LlmMetrics {
       tpot: new Histogram({ name: 'platform:time_per_output_token_seconds', help: 'Mean gap between generated tokens of a request', labelNames, buckets: LATENCY_BUCKETS, registers: [registry] }),
       queue: new Histogram({ name: 'platform:request_queue_time_seconds', help: 'Time a request waited for admission', labelNames, buckets: LATENCY_BUCKETS, registers: [registry] }),
     };
-    const gauge = (name: string, help: string, read: (s: LlmModelStats) => number) =>
-      new Gauge({
-        name,
-        help,
-        labelNames,
-        registers: [registry],
-        collect() {
-          this.reset();
-          for (const { modelId, stats } of liveStats()) this.set({ model: modelId }, read(stats));
-        },
-      });
-    gauge('platform:num_requests_running', 'Sequences in the running batch', (s) => s.running);
-    gauge('platform:num_requests_waiting', 'Requests waiting for admission', (s) => s.waiting);
-    gauge('platform:kv_cache_usage_perc', 'Fraction of KV cache blocks in use', (s) => (s.kvBlocksTotal > 0 ? s.kvBlocksUsed / s.kvBlocksTotal : 0));
-    // vLLM's prefix cache counters (prompt tokens), read from the engine's totals at each scrape.
-    const total = (name: string, help: string, read: (s: LlmModelStats) => number) =>
-      new Counter({
-        name,
-        help,
-        labelNames,
-        registers: [registry],
-        collect() {
-          this.reset();
-          for (const { modelId, stats } of liveStats()) this.inc({ model: modelId }, read(stats));
-        },
-      });
-    total('platform:prefix_cache_queries', 'Prompt tokens looked up in the prefix cache', (s) => s.prefixCacheQueries);
-    total('platform:prefix_cache_hits', 'Prompt tokens found in the prefix cache', (s) => s.prefixCacheHits);
+    // Series read from each live model's engine stats at every scrape.
+    const fromStats = (type: 'gauge' | 'counter', name: string, help: string, read: (s: LlmModelStats) => number) => {
+      const config = { name, help, labelNames, registers: [registry] };
+      const fill = (write: (labels: { model: string }, value: number) => void) => {
+        for (const { modelId, stats } of liveStats()) write({ model: modelId }, read(stats));
+      };
+      if (type === 'gauge') {
+        new Gauge({ ...config, collect() { this.reset(); fill((labels, v) => this.set(labels, v)); } });
+      } else {
+        new Counter({ ...config, collect() { this.reset(); fill((labels, v) => this.inc(labels, v)); } });
+      }
+    };
+    fromStats('gauge', 'platform:num_requests_running', 'Sequences in the running batch', (s) => s.running);
+    fromStats('gauge', 'platform:num_requests_waiting', 'Requests waiting for admission', (s) => s.waiting);
+    fromStats('gauge', 'platform:kv_cache_usage_perc', 'Fraction of KV cache blocks in use', (s) => (s.kvBlocksTotal > 0 ? s.kvBlocksUsed / s.kvBlocksTotal : 0));
+    // vLLM's prefix cache counters, in prompt tokens (the engine's totals since the model loaded).
+    fromStats('counter', 'platform:prefix_cache_queries', 'Prompt tokens looked up in the prefix cache', (s) => s.prefixCacheQueries);
+    fromStats('counter', 'platform:prefix_cache_hits', 'Prompt tokens found in the prefix cache', (s) => s.prefixCacheHits);
   }
 
   requestArrived(modelId: string): void {

@@ -5,20 +5,10 @@
 // 4 items, nesting depth at most 3, and the one recursive $ref optional with a bounded node; each
 // schema's largest instance (recursion counted 3 deep) is kept under MAX_INSTANCE_CHARS.
 
+import { rng } from './random.js';
+
 const MAX_INSTANCE_CHARS = 320;
 const MAX_DEPTH = 3;
-
-/** mulberry32: a small seeded PRNG in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Schema = Record<string, unknown>;
 /** A schema and the length of its longest instance (compact JSON). */
@@ -227,6 +217,6 @@ class Generator {
 
 /** `count` schemas from `seed`, the same on every run. */
 export function generateSchemas(seed: number, count: number): object[] {
-  const generator = new Generator(mulberry32(seed));
+  const generator = new Generator(rng(seed));
   return Array.from({ length: count }, () => generator.schema());
 }

@@ -13,6 +13,7 @@ import type { LlmMetrics } from '../metrics.js';
 import { Completion, type CompletionResult } from './completion.js';
 import type { Choice, ChoiceForm, CompletionForm } from './forms.js';
 import type { SamplingParams } from './params.js';
+import { LlmEngineError } from '../engine/index.js';
 
 export { ChatForm, TextForm, type CompletionForm, type ToolsRequest } from './forms.js';
 
@@ -53,7 +54,7 @@ export class Answer {
     for (const c of completions) c.catch(() => {}); // reported through whole() / chunks()
   }
 
-  /** The whole answer, once every choice has finished. */
+  /** The whole answer, once every choice has finished (a choice that fails cancels the others). */
   async whole(): Promise<Record<string, unknown>> {
     const done = await Promise.all(
       this.completions.map(async (pending) => {
@@ -67,7 +68,10 @@ export class Answer {
         }
         return { text, result: step.value, completion };
       }),
-    );
+    ).catch((err: unknown) => {
+      this.cancel();
+      throw err;
+    });
     const results = done.map((d) => d.result);
     this.metrics.requestFinished(this.modelId, requestResult(results));
     const choices = done.map((d, i) => {
@@ -131,6 +135,7 @@ export class Answer {
         else await new Promise<void>((resolve) => (wake = resolve));
       }
       if (failure !== null) throw failure;
+      if (this.cancelled) return; // the client left: nothing finished to count
       this.metrics.requestFinished(this.modelId, requestResult(results));
       if (this.params.includeUsage) yield { ...this.base, object: this.form.chunkObject, choices: [], usage: usageJson(results) };
     } finally {
@@ -146,6 +151,10 @@ export class Answer {
     const entries = completion.takeLogprobs();
     if (entries.length > 0) choices[0] = { ...choices[0], logprobs: this.renderers[i]!.logprobs(entries) };
     return choices;
+  }
+
+  get isCancelled(): boolean {
+    return this.cancelled;
   }
 
   cancel(): void {
@@ -172,6 +181,13 @@ export function startAnswer(library: LibraryService, metrics: LlmMetrics, modelI
   const start = (i: number) => new Completion(instance, prompt, seedOf(params, i), arrived, form.startOfText, form.promptField, constraint);
   const first = start(0);
   const completions: Array<Promise<Completion>> = [Promise.resolve(first)];
-  for (let i = 1; i < params.n; i++) completions.push(first.started.then(() => start(i)));
-  return new Answer(modelId, form, params, completions, metrics);
+  let answer: Answer | null = null;
+  // A sibling never starts for an answer that was cancelled or whose first choice failed.
+  const sibling = (i: number) => async () => {
+    if (answer?.isCancelled) throw new LlmEngineError('engine', 'the answer was cancelled');
+    return start(i);
+  };
+  for (let i = 1; i < params.n; i++) completions.push(first.started.then(sibling(i)));
+  answer = new Answer(modelId, form, params, completions, metrics);
+  return answer;
 }

@@ -201,7 +201,9 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  // A grammar's mask: tokens it does not allow get -inf (no mass, never the maximum).
+  // A grammar's mask: tokens it does not allow get -inf (no mass, never the maximum). After the
+  // penalties have landed: their read-modify-writes (other threads) must not undo a -inf.
+  __syncthreads();
   if (masks != nullptr && P.mask_offset >= 0) {
     const uint32_t* m = masks + P.mask_offset;
     for (int i = tid; i < vocab; i += kThreads) {
