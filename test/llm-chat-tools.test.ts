@@ -4,6 +4,7 @@
 // and streamed at every split, and the stream's chunks are assembled by the openai SDK itself;
 // the eager and lazy grammars take the family's calls with valid arguments only; and every bad
 // tools / tool_choice / tool message is a 400 naming its field.
+import { buildGrammar } from '../src/llm/chat/grammar-job.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -370,11 +371,26 @@ describe('refusals of tools, tool_choice and tool messages', () => {
       [fn({ parameters: 'object' }), 'tools[0].function.parameters'],
       [fn({ parameters: [] }), 'tools[0].function.parameters'],
       [fn({ parameters: { type: 'string' } }), 'tools[0].function.parameters'],
-      [fn({ parameters: { type: 'object', properties: { a: { type: 'no-such-type' } } } }), 'tools[0].function.parameters'],
-      [fn({ parameters: { type: 'object', properties: { a: { $ref: '#/$defs/missing' } } } }), 'tools[0].function.parameters'],
-      [[WEATHER, TIME, fn({ name: 'g', parameters: { type: 'object', properties: { a: { minimum: 'zero' } } } })[0]], 'tools[2].function.parameters'],
     ];
     for (const [raw, param] of cases) expect(refusal(() => parseTools(raw)).param, JSON.stringify(raw)).toBe(param);
+    // A schema that does not compile is found when the grammar is built (off the event loop),
+    // naming the tool by its index.
+    const unbuildable: Array<[unknown, number]> = [
+      [fn({ parameters: { type: 'object', properties: { a: { type: 'no-such-type' } } } }), 0],
+      [fn({ parameters: { type: 'object', properties: { a: { $ref: '#/$defs/missing' } } } }), 0],
+      [[WEATHER, TIME, fn({ name: 'g', parameters: { type: 'object', properties: { a: { minimum: 'zero' } } } })[0]], 2],
+    ];
+    for (const [raw, index] of unbuildable) {
+      const parsed = parseTools(raw);
+      let failure: { message: string; tool?: number } | null = null;
+      try {
+        buildGrammar({ kind: 'tools', family: 'hermes', tools: parsed, choice: 'required', parallel: false });
+      } catch (err) {
+        failure = err as { message: string; tool?: number };
+      }
+      expect(failure?.tool, JSON.stringify(raw)).toBe(index);
+      expect(failure?.message.length).toBeGreaterThan(0);
+    }
     expect(parseTools(undefined)).toEqual([]);
     expect(parseTools(null)).toEqual([]);
     expect(parseTools([])).toEqual([]);

@@ -30,7 +30,7 @@ function sourcesUnder(dir: string): string[] {
 }
 
 const LAYERS: ReadonlyArray<{ rank: number; name: string; areas: readonly string[] }> = [
-  { rank: 0, name: 'base', areas: ['errors.ts', 'ids.ts', 'config.ts', 'validation.ts', 'metrics', 'store'] },
+  { rank: 0, name: 'base', areas: ['errors.ts', 'ids.ts', 'config.ts', 'validation.ts', 'worker-threads.ts', 'metrics', 'store'] },
   { rank: 1, name: 'formats', areas: ['tabular/onnx', 'llm/gguf', 'llm/tokenizer', 'llm/structured'] },
   { rank: 2, name: 'typed surface', areas: ['native'] },
   { rank: 3, name: 'engines', areas: ['llm/engine', 'tabular/executor'] },

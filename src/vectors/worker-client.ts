@@ -1,13 +1,12 @@
 // The main thread's side of a worker thread (the index worker, the ingest worker): starts it,
 // sends requests and matches answers.
 //
-// From compiled dist/ a worker is plain <name>.js. From TypeScript sources (vitest, tsx) there is
-// no .js beside this file, so the worker starts from a two-line bootstrap that registers tsx's
-// loader in the worker and then imports <name>.ts.
+// The worker starts from dist/ or from the TypeScript sources alike (src/worker-threads.ts).
 //
 // If a worker dies (a native crash in hnswlib, say), the requests in flight fail with a 500 and
 // the next request starts a fresh one (the index worker reloads every index from disk and SQLite).
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { spawnWorker } from '../worker-threads.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiError } from '../errors.js';
 import { postBatch, replyReader, type Outgoing, type Request } from './worker-protocol.js';
@@ -15,20 +14,6 @@ import { postBatch, replyReader, type Outgoing, type Request } from './worker-pr
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (err: Error) => void;
-}
-
-function spawn(name: string, workerData: unknown): Worker {
-  const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new Worker(new URL(`./${name}.js`, here), { workerData });
-  const entry = new URL(`./${name}.ts`, here).href;
-  let tsx = 'tsx/esm/api';
-  try {
-    tsx = import.meta.resolve(tsx);
-  } catch {
-    // resolved from the working directory instead
-  }
-  const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(bootstrap, { eval: true, workerData });
 }
 
 /** Operation name -> [argument, result]. */
@@ -59,7 +44,7 @@ export class WorkerClient<Ops extends OpMap> {
   /** Starts the worker now (it loads every index before answering anything). */
   start(): void {
     if (this.worker) return;
-    const worker = spawn(this.name, this.workerData);
+    const worker = spawnWorker(import.meta.url, this.name, this.workerData);
     this.worker = worker;
     const reader = replyReader({
       log: ({ level, msg: text, data }) => this.log[level]({ ...(data ?? {}) }, text),

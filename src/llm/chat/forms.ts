@@ -5,7 +5,6 @@
 // state a streamed choice needs (its tool-call stream, its text offset).
 import type { LlmInstance } from '../library/instance.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { jsonObjectGrammar, jsonSchemaGrammar } from '../structured/json-schema.js';
 import type { CompletionResult, PromptField } from './completion.js';
 import { compiledGrammar, type OutputConstraint } from './constraint.js';
 import { chatLogprobs, textLogprobs, type TokenLogprob } from './logprobs.js';
@@ -13,7 +12,8 @@ import type { ResponseFormat } from './response-format.js';
 import type { ChatMessage } from './template.js';
 import { parseToolCalls, ToolCallStream, toolCallId, type ChatDelta } from './tool-call-stream.js';
 import { TOOL_SYNTAXES, type ToolSyntax } from './tool-formats.js';
-import { eagerToolGrammar, LAZY_TRIGGERS, lazyToolGrammar } from './tool-grammar.js';
+import type { GrammarJob } from './grammar-job.js';
+import { LAZY_TRIGGERS } from './tool-grammar.js';
 import type { ToolDefinition } from './tool-params.js';
 
 export type FinishReason = CompletionResult['finishReason'];
@@ -32,7 +32,7 @@ export interface CompletionForm {
   /** The prompt's tokens on the instance that runs it. */
   prompt(instance: LlmInstance): number[];
   /** The grammar the output must match on that instance, if the request asks for one. */
-  constraint(instance: LlmInstance): OutputConstraint | undefined;
+  constraint(instance: LlmInstance): Promise<OutputConstraint | undefined>;
   /** The renderer of choice `index` (after prompt() has run). */
   choice(index: number): ChoiceForm;
 }
@@ -56,11 +56,10 @@ export interface ToolsRequest {
 }
 
 /** The grammar of a JSON response format (none for text). */
-function formatConstraint(instance: LlmInstance, format: ResponseFormat): OutputConstraint | undefined {
+async function formatConstraint(instance: LlmInstance, format: ResponseFormat): Promise<OutputConstraint | undefined> {
   if (format.type === 'text') return undefined;
-  if (format.type === 'json_object') return { grammar: compiledGrammar(instance, { json_object: true }, jsonObjectGrammar, 'response_format') };
-  const field = 'response_format.json_schema.schema';
-  return { grammar: compiledGrammar(instance, { json_schema: format.schema }, () => jsonSchemaGrammar(format.schema), field) };
+  const job: GrammarJob = format.type === 'json_object' ? { kind: 'json_object' } : { kind: 'json_schema', schema: format.schema };
+  return { grammar: await compiledGrammar(instance, job) };
 }
 
 /** POST /v1/[<model_id>/]chat/completions: messages through the model's chat template. */
@@ -86,16 +85,12 @@ export class ChatForm implements CompletionForm {
     return instance.chatPrompt(instance.template.render(this.messages, this.tools?.tools ?? []));
   }
 
-  constraint(instance: LlmInstance): OutputConstraint | undefined {
+  async constraint(instance: LlmInstance): Promise<OutputConstraint | undefined> {
     const t = this.tools;
     if (!t) return formatConstraint(instance, this.format);
     const family = instance.template.toolFamily;
-    const source = { tools: t.tools, choice: t.choice, parallel: t.parallel, family };
-    if (t.choice === 'auto') {
-      return { grammar: compiledGrammar(instance, source, () => lazyToolGrammar(family, t.tools, t.parallel).grammar, 'tools'), trigger: LAZY_TRIGGERS[family] };
-    }
-    const choice = t.choice;
-    return { grammar: compiledGrammar(instance, source, () => eagerToolGrammar(family, t.tools, choice, t.parallel), 'tools') };
+    const grammar = await compiledGrammar(instance, { kind: 'tools', family, tools: t.tools, choice: t.choice, parallel: t.parallel });
+    return t.choice === 'auto' ? { grammar, trigger: LAZY_TRIGGERS[family] } : { grammar };
   }
 
   choice(index: number): ChoiceForm {
@@ -170,7 +165,7 @@ export class TextForm implements CompletionForm {
     return instance.textPrompt(this.text);
   }
 
-  constraint(instance: LlmInstance): OutputConstraint | undefined {
+  constraint(instance: LlmInstance): Promise<OutputConstraint | undefined> {
     return formatConstraint(instance, this.format);
   }
 

@@ -13,6 +13,7 @@ import type { LlmMetrics } from '../metrics.js';
 import { Completion, type CompletionResult } from './completion.js';
 import type { Choice, ChoiceForm, CompletionForm } from './forms.js';
 import type { SamplingParams } from './params.js';
+import type { OutputConstraint } from './constraint.js';
 import { LlmEngineError } from '../engine/index.js';
 
 export { ChatForm, TextForm, type CompletionForm, type ToolsRequest } from './forms.js';
@@ -168,16 +169,23 @@ const seedOf = (params: SamplingParams, i: number): SamplingParams =>
   params.seed === undefined || i === 0 ? params : { ...params, seed: (params.seed + i) % Number.MAX_SAFE_INTEGER };
 
 /**
- * Starts the completion of each choice on the live instance of `modelId`. There is no await
- * between taking the instance and starting the first generation, so an instance switch never
- * unloads a model under a request that has not reached the engine yet.
+ * Starts the completion of each choice on the live instance of `modelId`. The request's grammar
+ * is built off the event loop first; then, with no await between, the instance is checked to be
+ * still the live one (else everything is prepared again on the new one) and the first generation
+ * starts, so an instance switch never unloads a model under a request that has not reached the
+ * engine yet.
  */
-export function startAnswer(library: LibraryService, metrics: LlmMetrics, modelId: string, form: CompletionForm, params: SamplingParams): Answer {
+export async function startAnswer(library: LibraryService, metrics: LlmMetrics, modelId: string, form: CompletionForm, params: SamplingParams): Promise<Answer> {
   const arrived = performance.now();
-  const instance: LlmInstance = library.instance(modelId);
   metrics.requestArrived(modelId);
-  const prompt = form.prompt(instance);
-  const constraint = form.constraint(instance);
+  let instance: LlmInstance;
+  let prompt: number[];
+  let constraint: OutputConstraint | undefined;
+  do {
+    instance = library.instance(modelId);
+    prompt = form.prompt(instance);
+    constraint = await form.constraint(instance);
+  } while (library.instance(modelId) !== instance);
   const start = (i: number) => new Completion(instance, prompt, seedOf(params, i), arrived, form.startOfText, form.promptField, constraint);
   const first = start(0);
   const completions: Array<Promise<Completion>> = [Promise.resolve(first)];

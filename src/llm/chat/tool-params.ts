@@ -3,10 +3,7 @@
 // refusal is a 400 naming the field it is about (`tools[2].function.name`), and a tool's
 // parameters must compile to a grammar: a schema we cannot enforce is refused up front rather
 // than failing later in the middle of a generation.
-import crypto from 'node:crypto';
 import { invalidArgument } from '../../errors.js';
-import { GrammarBuilder, GrammarTooLargeError } from '../structured/grammar.js';
-import { JsonSchemaCompiler, SchemaError } from '../structured/json-schema.js';
 import { describeValue } from '../../validation.js';
 
 /** One function the model may call. */
@@ -41,8 +38,6 @@ export function parseTools(raw: unknown): ToolDefinition[] {
   if (!Array.isArray(raw)) throw invalidArgument(`tools must be an array, got ${describeValue(raw)}`, 'tools');
   if (raw.length > MAX_TOOLS) throw invalidArgument(`tools takes at most ${MAX_TOOLS} tools, got ${raw.length}`, 'tools');
   const seen = new Set<string>();
-  // One compile budget for the whole request, however many tools it sends.
-  const deadline = Date.now() + CHECK_BUDGET_MS;
   return raw.map((entry: unknown, i) => {
     const at = `tools[${i}]`;
     if (!isObject(entry)) throw invalidArgument(`${at} must be an object`, at);
@@ -64,39 +59,21 @@ export function parseTools(raw: unknown): ToolDefinition[] {
       if (!isObject(parameters)) throw invalidArgument(`${at}.function.parameters must be a JSON Schema object`, `${at}.function.parameters`);
       tool.parameters = parameters;
     }
-    checkParameters(tool, `${at}.function.parameters`, deadline);
+    checkParameters(tool, `${at}.function.parameters`);
     return tool;
   });
 }
 
 /** Tools in one request at most, as OpenAI allows. */
 export const MAX_TOOLS = 128;
-/** Milliseconds all of a request's parameter schemas may take to check. */
-const CHECK_BUDGET_MS = 2000;
-/** Parameter schemas that compiled lately (by hash): a client sending the same tools again is not checked again. */
-const checked = new Map<string, true>();
-const CHECKED_SIZE = 512;
-
 /**
- * The parameters must describe an object and compile to a grammar, so that a bad schema is a 400
- * naming its tool (the grammar itself is built, and cached, per model: tool-grammar.ts).
+ * The parameters must describe an object. Whether they compile to a grammar is found when the
+ * request's grammar is built, off the event loop (grammar-job.ts: a 400 naming the tool).
  */
-function checkParameters(tool: ToolDefinition, at: string, deadline: number): void {
+function checkParameters(tool: ToolDefinition, at: string): void {
   const type = tool.parameters?.type;
   if (type !== undefined && type !== 'object') {
     throw invalidArgument(`${at} must describe an object (type "object"), got type ${describeValue(type)}`, at);
-  }
-  const schema = argumentsSchema(tool);
-  const key = crypto.createHash('sha256').update(JSON.stringify(schema)).digest('hex');
-  if (checked.has(key)) return;
-  try {
-    new JsonSchemaCompiler(new GrammarBuilder(), schema, { deadlineMs: Math.max(1, deadline - Date.now()) }).value();
-    checked.set(key, true);
-    if (checked.size > CHECKED_SIZE) checked.delete(checked.keys().next().value!);
-  } catch (err) {
-    if (err instanceof SchemaError) throw invalidArgument(`${at}${err.path ? ` at ${err.path}` : ''}: ${err.message}`, at);
-    if (err instanceof GrammarTooLargeError) throw invalidArgument(`${at} is too large to enforce: ${err.message}`, at);
-    throw err;
   }
 }
 

@@ -187,7 +187,7 @@ export async function answerCompletion(
   // Why a model is not live here (404, 400, 503) comes from the database; a live one only from
   // memory. startAnswer then takes the live instance with no await before the generation starts.
   await services.library.serving(modelId);
-  const started = startAnswer(services.library, services.metrics, modelId, form, params);
+  const started = await startAnswer(services.library, services.metrics, modelId, form, params);
   if (!params.stream) return started.whole();
   return streamEvents(request, reply, started.chunks(), () => started.cancel());
 }
