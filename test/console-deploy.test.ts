@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
-import { blurFocus, launchChromium, screenshotBothWidths, tabTo, unlabelledControls, WIDE } from './helpers/browser.js';
+import { blurFocus, launchChromium, screenshotBothWidths, tabTo, unlabelledControls, waitForFocus, WIDE } from './helpers/browser.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
 import { linearModel } from './helpers/models.js';
 import { ROOT } from './helpers/paths.js';
@@ -299,6 +299,12 @@ describe('the deploy dialog', () => {
   });
 
   it('is reachable and usable with the keyboard: the nav, the steps, the weights, confirm', async () => {
+    // A new step's heading takes the focus after it renders: tabbing starts from there, not from
+    // wherever the focus was a moment before (the race that made this flaky under load).
+    const stepFocused = async (n: number) => {
+      await stepHeading(n).waitFor();
+      await waitForFocus(page, '.step-panel h2', `Step ${n} of 5`);
+    };
     await page.goto(`${host.url}/console/#/models`);
     await page.getByRole('heading', { name: 'Models', level: 1 }).waitFor();
     expect(await tabTo(page, 'nav a[href="#/deploy"]')).toBe(true);
@@ -311,7 +317,7 @@ describe('the deploy dialog', () => {
     // The step buttons, then into the traffic step: a weight, a shadow toggle.
     expect(await tabTo(page, '.deploy-steps li:nth-child(3) button')).toBe(true);
     await page.keyboard.press('Enter');
-    await stepHeading(3).waitFor();
+    await stepFocused(3);
     expect(await tabTo(page, `[id="aud-${beta}"]`)).toBe(true);
     await page.keyboard.press('Space');
     expect(await page.getByLabel('Route beta-testers').isChecked()).toBe(true);
@@ -325,10 +331,10 @@ describe('the deploy dialog', () => {
     expect(await page.locator(`[id="aud-${beta}-sum"]`).textContent()).toBe('Sum: 100 %');
     expect(await tabTo(page, '.step-panel .step-actions button:last-child')).toBe(true);
     await page.keyboard.press('Enter');
-    await stepHeading(4).waitFor();
+    await stepFocused(4);
     expect(await tabTo(page, '.step-panel .step-actions button:last-child')).toBe(true);
     await page.keyboard.press('Enter');
-    await stepHeading(5).waitFor();
+    await stepFocused(5);
     // Replacing nothing and adding a variation with no name: confirm waits for the name.
     expect(await confirmButton().isDisabled()).toBe(true);
     expect(await page.locator('#deploy-problems').textContent()).toContain('Enter a name for the new variation.');

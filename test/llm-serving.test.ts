@@ -198,6 +198,9 @@ describe('chat completions', () => {
       expect(stats.kvBlocksUsed).toBe(0);
       // Cancelled, not finished: far fewer tokens than were asked for.
       expect(stats.tokensGenerated).toBeLessThan(4000);
+      // And not counted as a finished request.
+      const metrics = await (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${t}` } })).text();
+      expect(metrics).not.toMatch(/platform:request_success_total\{[^}]*model="long"/);
     } finally {
       await h.close();
     }

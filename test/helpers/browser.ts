@@ -103,6 +103,14 @@ export async function tabTo(page: Page, selector: string, limit = 60): Promise<b
   return false;
 }
 
+/** Waits until the focused element matches `selector` and its text contains `text`. */
+export async function waitForFocus(page: Page, selector: string, text = ''): Promise<void> {
+  await page.waitForFunction(
+    ([s, t]) => document.activeElement !== null && document.activeElement.matches(s) && (document.activeElement.textContent ?? '').includes(t),
+    [selector, text] as const,
+  );
+}
+
 /** The text of the element that has the keyboard focus. */
 export const focusedText = (page: Page) => page.evaluate(() => document.activeElement?.textContent ?? null);
 
