@@ -628,9 +628,12 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const p99 = health[Math.floor(health.length * 0.99)]!;
       console.log(`50k upsert: acked ${acked.toFixed(0)} ms, indexed ${indexed.toFixed(0)} ms; healthz ${health.length} probes, p99 ${p99.toFixed(1)} ms, max ${health.at(-1)!.toFixed(1)} ms; other-collection search max ${otherSearch.at(-1)!.toFixed(1)} ms`);
       expect(health.length).toBeGreaterThan(10);
-      expect(p99).toBeLessThan(100);
+      // Held up, the event loop would stall for seconds (the whole parse and index); the bound is
+      // generous so that a CI machine whose two cores also run the other test files stays under it
+      // (a run there measured a p99 of 161 ms).
+      expect(p99).toBeLessThan(300);
       // Searches of another collection are served between slices of the bulk collection's graph work.
-      expect(otherSearch[Math.floor(otherSearch.length / 2)]!).toBeLessThan(100);
+      expect(otherSearch[Math.floor(otherSearch.length / 2)]!).toBeLessThan(300);
       for (let i = 0; i < 1200 && (await api('GET', '/api/v1/vectors/collections/bulk')).body.index.pending > 0; i++) await new Promise((r) => setTimeout(r, 50));
       expect((await api('GET', '/api/v1/vectors/collections/bulk')).body).toMatchObject({ vector_count: 50_000, index: { indexed: 50_000, pending: 0 } });
     });
