@@ -27,6 +27,9 @@ beforeAll(async () => {
   ({ host, token } = await libraryHost(
     (dir) => ({
       ...Object.fromEntries(FAMILIES.map((f) => [f.id, writeTinyChatModel(dir, f.id, { nCtx: 4096, ...(f.template ? { chatTemplate: f.template } : {}) })])),
+      // Qwen 2.5's template with <tool_call> and </tool_call> as single user-defined tokens, as in
+      // Qwen's own vocabulary: a random model then opens a call by itself now and then.
+      'qwen-tags': writeTinyChatModel(dir, 'qwen-tags', { nCtx: 4096, chatTemplate: FAMILIES[1].template, addedTokens: ['<tool_call>', '</tool_call>'] }),
       'refuses-tools': writeTinyChatModel(dir, 'refuses-tools', {
         chatTemplate: "{% if tools %}{{ raise_exception('this template takes no tools') }}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}",
       }),
@@ -182,6 +185,34 @@ describe.each(FAMILIES)('tools on the $id template', (family) => {
       if (choice.finish_reason === 'tool_calls') for (const c of choice.message.tool_calls!) expectValidCall(c);
       else expect(typeof choice.message.content).toBe('string');
     }
+  });
+});
+
+describe('tool_choice "auto" on a model that opens calls by itself', () => {
+  it('writes freely until it opens a call, then the call is held to the tools\' schemas; whole and streamed agree', async () => {
+    let calls = 0;
+    let content = 0;
+    for (let seed = 0; seed < 24; seed++) {
+      const body = { tool_choice: 'auto', parallel_tool_calls: false, temperature: 1, seed, max_tokens: 400 };
+      const w = (await whole('qwen-tags', body)).choices[0]!;
+      if (w.message.tool_calls?.length) {
+        calls++;
+        expect(w.finish_reason).toBe('tool_calls');
+        for (const call of w.message.tool_calls) expectValidCall(call);
+        // The text before the tag stays content; nothing of the tags leaks into it.
+        expect(w.message.content ?? '').not.toContain('<tool_call>');
+        const s = await streamed('qwen-tags', body);
+        expect(s.calls.map((c) => c.function)).toEqual(w.message.tool_calls.map((c) => c.function));
+        expect(s.finish).toBe('tool_calls');
+      } else {
+        content++;
+        expect(['stop', 'length']).toContain(w.finish_reason);
+      }
+    }
+    console.log(`tool_choice "auto": ${calls} of 24 answers opened a call, ${content} stayed content`);
+    // A 300-token vocabulary holding the tag: many answers open a call within 400 tokens, not all.
+    expect(calls).toBeGreaterThan(0);
+    expect(calls + content).toBe(24);
   });
 });
 

@@ -4,8 +4,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { tinyModel, writeGguf, type TinyVocab } from './gguf-writer.js';
 
-/** <unk>, <s>, </s>, the 256 byte tokens, and a few hundred word pieces. */
-export function spmVocab(chatTemplate?: string): TinyVocab {
+/** <unk>, <s>, </s>, the 256 byte tokens, a few dozen word pieces, and `added` as user-defined tokens. */
+export function spmVocab(chatTemplate?: string, added: readonly string[] = []): TinyVocab {
   const tokens = ['<unk>', '<s>', '</s>'];
   const types = [2, 3, 3];
   for (let b = 0; b < 256; b++) {
@@ -16,6 +16,10 @@ export function spmVocab(chatTemplate?: string): TinyVocab {
   for (const w of words) {
     tokens.push(w);
     types.push(1);
+  }
+  for (const t of added) {
+    tokens.push(t);
+    types.push(4);
   }
   const scores = new Float32Array(tokens.length);
   tokens.forEach((t, i) => (scores[i] = types[i] === 1 ? -i / 10 : 0));
@@ -36,12 +40,12 @@ export function spmVocab(chatTemplate?: string): TinyVocab {
 export function writeTinyChatModel(
   dir: string,
   name = 'tiny-chat',
-  options: { seed?: number; chatTemplate?: string; license?: string; nEmbd?: number; nLayer?: number; nCtx?: number } = {},
+  options: { seed?: number; chatTemplate?: string; license?: string; nEmbd?: number; nLayer?: number; nCtx?: number; addedTokens?: readonly string[] } = {},
 ): string {
   fs.mkdirSync(dir, { recursive: true });
   const model = tinyModel({
     arch: 'llama',
-    vocab: spmVocab(options.chatTemplate),
+    vocab: spmVocab(options.chatTemplate, options.addedTokens),
     nEmbd: options.nEmbd ?? 64,
     nLayer: options.nLayer ?? 2,
     nHead: 4,
