@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
+import { type Api, apiClient, expectStatus, waitForDeployment } from './helpers/api.js';
 import { blurFocus, launchChromium, screenshotBothWidths, tabTo, unlabelledControls, waitForFocus, WIDE } from './helpers/browser.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
 import { linearModel } from './helpers/models.js';
@@ -44,11 +44,7 @@ let everyone: string;
 let beta: string;
 const pageErrors: string[] = [];
 
-async function ok<T = any>(method: string, url: string, body?: unknown, status = 200): Promise<T> {
-  const res = await api<T>(method, url, body);
-  expect(res.status, `${method} ${url}: ${JSON.stringify(res.body)}`).toBe(status);
-  return res.body;
-}
+const ok = <T = any>(method: string, url: string, body?: unknown, status = 200) => expectStatus<T>(api, method, url, body, status);
 
 const liveTraffic = async () => (await ok<{ live_deployment: { traffic: Traffic } }>('GET', '/api/v1/models/fraud')).live_deployment.traffic;
 

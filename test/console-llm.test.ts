@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
+import { type Api, apiClient, expectStatus, waitForDeployment } from './helpers/api.js';
 import { launchChromium, screenshotBothWidths, SCREENSHOT_DIR, tabTo, unlabelledControls, WIDE, blurFocus } from './helpers/browser.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
@@ -40,11 +40,7 @@ let page: Page;
 const requested: string[] = [];
 const pageErrors: string[] = [];
 
-async function ok<T = any>(method: string, url: string, body?: unknown, status = 200): Promise<T> {
-  const res = await api<T>(method, url, body);
-  expect(res.status, `${method} ${url}: ${JSON.stringify(res.body)}`).toBe(status);
-  return res.body;
-}
+const ok = <T = any>(method: string, url: string, body?: unknown, status = 200) => expectStatus<T>(api, method, url, body, status);
 
 /** One chat through the API, as any client sends it (not through the page). */
 async function chatViaApi(content: string): Promise<void> {

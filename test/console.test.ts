@@ -12,7 +12,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consoleRoutes } from '../src/server/routes/console.js';
 import { installErrorHandling } from '../src/server/error-handler.js';
-import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
+import { type Api, apiClient, expectStatus, waitForDeployment } from './helpers/api.js';
 import { blurFocus, bodyBackground, focusedText, launchChromium, screenshotBothWidths, SCREENSHOT_DIR, sessionKeys, tabTo, unlabelledControls, WIDE } from './helpers/browser.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
@@ -32,11 +32,7 @@ let page: Page;
 const requested: string[] = [];
 const pageErrors: string[] = [];
 
-async function ok<T = any>(method: string, url: string, body?: unknown, status = 200): Promise<T> {
-  const res = await api<T>(method, url, body);
-  expect(res.status, `${method} ${url}: ${JSON.stringify(res.body)}`).toBe(status);
-  return res.body;
-}
+const ok = <T = any>(method: string, url: string, body?: unknown, status = 200) => expectStatus<T>(api, method, url, body, status);
 
 async function deploy(modelId: string, body: Record<string, unknown>): Promise<void> {
   const dep = await ok<{ deployment_id: string }>('POST', `/api/v1/models/${modelId}/deployments`, body, 202);

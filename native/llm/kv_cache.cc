@@ -45,22 +45,30 @@ KvCache::KvCache(int64_t block_size, int64_t n_blocks, bool prefix_caching)
   for (int64_t b = n_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }
 
-void KvCache::match(const std::vector<int32_t>& tokens, uint64_t salt, const std::string& salt_text, int64_t max_blocks,
-                    std::vector<int32_t>& blocks, std::vector<uint64_t>& hashes) const {
+std::vector<uint64_t> block_hashes(const std::vector<int32_t>& tokens, int64_t block_size, uint64_t salt) {
+  std::vector<uint64_t> out;
+  uint64_t parent = 0;
+  for (int64_t i = 0; (i + 1) * block_size <= static_cast<int64_t>(tokens.size()); ++i) {
+    parent = block_hash(parent, tokens.data() + i * block_size, block_size, salt);
+    out.push_back(parent);
+  }
+  return out;
+}
+
+void KvCache::match(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& hashes, const std::string& salt_text, int64_t max_blocks,
+                    std::vector<int32_t>& blocks) const {
   blocks.clear();
-  hashes.clear();
   if (!prefix_caching_) return;
-  const int64_t n = std::min<int64_t>(max_blocks, static_cast<int64_t>(tokens.size()) / block_size_);
+  const int64_t n = std::min<int64_t>(max_blocks, static_cast<int64_t>(hashes.size()));
   uint64_t parent = 0;
   for (int64_t i = 0; i < n; ++i) {
     const int32_t* t = tokens.data() + i * block_size_;
-    const uint64_t h = block_hash(parent, t, block_size_, salt);
+    const uint64_t h = hashes[i];
     auto it = by_hash_.find(h);
     if (it == by_hash_.end()) break;
     const Entry& e = entries_[it->second];
     if (e.salt != salt_text || e.parent != parent || !std::equal(e.tokens.begin(), e.tokens.end(), t)) break;
     blocks.push_back(it->second);
-    hashes.push_back(h);
     parent = h;
   }
 }

@@ -42,6 +42,8 @@ int64_t kv_budget_blocks(const EngineOptions& options, int64_t context, int64_t 
 // The hash of a full block: chained from its parent's (0 for the first block) with its tokens and
 // the salt.
 uint64_t block_hash(uint64_t parent, const int32_t* tokens, int64_t n, uint64_t salt);
+// The chained hashes of every full block of `tokens`.
+std::vector<uint64_t> block_hashes(const std::vector<int32_t>& tokens, int64_t block_size, uint64_t salt);
 
 class KvCache {
  public:
@@ -55,9 +57,9 @@ class KvCache {
   int64_t cached_blocks() const { return cached_.load(std::memory_order_relaxed); }
 
   // The cached blocks that hold the first full blocks of `tokens` (at most max_blocks), in
-  // order, with their hashes; nothing is taken.
-  void match(const std::vector<int32_t>& tokens, uint64_t salt, const std::string& salt_text, int64_t max_blocks,
-             std::vector<int32_t>& blocks, std::vector<uint64_t>& hashes) const;
+  // order, given the tokens' block hashes (block_hashes); nothing is taken.
+  void match(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& hashes, const std::string& salt_text, int64_t max_blocks,
+             std::vector<int32_t>& blocks) const;
   // Of those, the blocks no sequence holds (taking them pins them: they count against the budget).
   int64_t unpinned(const std::vector<int32_t>& blocks) const;
   // Pins matched blocks for a sequence.

@@ -136,17 +136,18 @@ void Scheduler::retire_cancelled(bool all, std::vector<Event>& events) {
 void Scheduler::admit() {
   const int64_t bs = kv_.block_size();
   std::vector<int32_t> hits;
-  std::vector<uint64_t> hashes;
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < options_.max_running) {
     Sequence& s = *waiting_.front();
     const int64_t n_prompt = static_cast<int64_t>(s.req.prompt.size());
-    if (!s.req.logits_only) kv_.match(s.req.prompt, s.salt, s.req.cache_salt, (n_prompt - 1) / bs, hits, hashes);
-    else hits.clear(), hashes.clear();
+    // A head that waits is looked up again at every step: its hashes are worked out once.
+    if (kv_.prefix_caching() && s.prompt_hashes.empty()) s.prompt_hashes = block_hashes(s.req.prompt, bs, s.salt);
+    if (!s.req.logits_only) kv_.match(s.req.prompt, s.prompt_hashes, s.req.cache_salt, (n_prompt - 1) / bs, hits);
+    else hits.clear();
     const int64_t needed = (s.limit + bs - 1) / bs - static_cast<int64_t>(hits.size());
     if (kv_.pinned_blocks() + outstanding_.load() + needed + kv_.unpinned(hits) > kv_.total_blocks()) break;
     kv_.take(hits);
     s.blocks = hits;
-    s.hashes = hashes;
+    s.hashes.assign(s.prompt_hashes.begin(), s.prompt_hashes.begin() + static_cast<int64_t>(hits.size()));
     s.n_past = static_cast<int64_t>(hits.size()) * bs;
     s.cached_tokens = s.n_past;
     s.reserved = needed;
@@ -167,7 +168,7 @@ void Scheduler::publish_full_blocks(Sequence& s) {
   for (int64_t b = static_cast<int64_t>(s.hashes.size()); (b + 1) * bs <= s.n_past; ++b) {
     for (int64_t i = 0; i < bs; ++i) tokens[i] = s.token_at(b * bs + i);
     const uint64_t parent = b == 0 ? 0 : s.hashes[b - 1];
-    const uint64_t h = block_hash(parent, tokens.data(), bs, s.salt);
+    const uint64_t h = b < static_cast<int64_t>(s.prompt_hashes.size()) ? s.prompt_hashes[b] : block_hash(parent, tokens.data(), bs, s.salt);
     kv_.publish(s.blocks[b], h, parent, tokens.data(), s.req.cache_salt);
     s.hashes.push_back(h);
   }

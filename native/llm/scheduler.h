@@ -48,7 +48,8 @@ struct Sequence {
   int64_t allocated = 0;        // of those, taken so far
   std::vector<int32_t> blocks;  // block table
   uint64_t salt = 0;            // the request's cache salt, hashed
-  std::vector<uint64_t> hashes; // the prefix-cache hashes of its full blocks, in order
+  std::vector<uint64_t> hashes; // the prefix-cache hashes of its published or matched full blocks, in order
+  std::vector<uint64_t> prompt_hashes;  // those of its prompt's full blocks, worked out once
   int64_t cached_tokens = 0;    // prompt positions the prefix cache gave it
   int64_t n_past = 0;           // positions written to the KV cache
   std::vector<int32_t> generated;

@@ -1,4 +1,5 @@
 // A small JSON client for integration tests against a host started on a free port.
+import { expect } from 'vitest';
 
 export interface ApiResponse<T = unknown> {
   status: number;
@@ -33,4 +34,11 @@ export async function waitForDeployment(api: Api, id: string, timeoutMs = 20_000
     if (Date.now() > until) throw new Error(`deployment ${id} still ${res.body.status}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** The body of an answer that must have `status`; otherwise the assertion names the call and shows the body. */
+export async function expectStatus<T = any>(api: Api, method: string, path: string, body?: unknown, status = 200): Promise<T> {
+  const res = await api<T>(method, path, body);
+  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(status);
+  return res.body;
 }

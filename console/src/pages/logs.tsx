@@ -122,48 +122,40 @@ function pairsOf(entries: LogEntry[], neighbours: LogEntry[]): Pair[] {
 
 function ModelLog({ models, modelId, variation }: { models: Model[]; modelId: string; variation: string }) {
   const info = useLoad((signal) => loadModel(modelId, signal), [modelId]);
-  const [pages, setPages] = useState<Page[]>([]);
-  const [error, setError] = useState<unknown>(undefined);
-  const [loading, setLoading] = useState(true);
-  const [tick, setTick] = useState(0);
+  // The newest page (reloaded by the filters' submit and by follow), then the older ones asked for.
+  const first = useLoad((signal) => loadPage(modelId, variation, undefined, signal), [modelId, variation]);
+  const [olderPages, setOlderPages] = useState<Page[]>([]);
+  const [olderError, setOlderError] = useState<unknown>(undefined);
+  const [olderLoading, setOlderLoading] = useState(false);
   const [follow, setFollow] = useState(false);
   const [allPairs, setAllPairs] = useState(false);
-
   useEffect(() => {
-    const abort = new AbortController();
-    setLoading(true);
-    loadPage(modelId, variation, undefined, abort.signal).then(
-      (p) => {
-        setPages([p]);
-        setError(undefined);
-        setLoading(false);
-      },
-      (err: unknown) => {
-        if (abort.signal.aborted) return;
-        setError(err);
-        setLoading(false);
-      },
-    );
-    return () => abort.abort();
-  }, [modelId, variation, tick]);
+    setOlderPages([]);
+    setOlderError(undefined);
+  }, [first.data]);
+  const pages = first.data ? [first.data, ...olderPages] : [];
+  const loading = first.loading || olderLoading;
+  const error = first.error ?? olderError;
+  const reload = first.reload;
 
   useEffect(() => {
     if (!follow) return;
-    const timer = setInterval(() => setTick((t) => t + 1), 5000);
+    const timer = setInterval(reload, 5000);
     return () => clearInterval(timer);
-  }, [follow]);
+  }, [follow, reload]);
 
   const older = async () => {
     const last = pages[pages.length - 1]?.entries.at(-1);
     if (!last) return;
-    setLoading(true);
+    setOlderLoading(true);
     try {
       const p = await loadPage(modelId, variation, last.id, new AbortController().signal);
-      setPages((all) => [...all, p]);
+      setOlderPages((all) => [...all, p]);
+      setOlderError(undefined);
     } catch (err) {
-      setError(err);
+      setOlderError(err);
     } finally {
-      setLoading(false);
+      setOlderLoading(false);
     }
   };
 
@@ -180,7 +172,7 @@ function ModelLog({ models, modelId, variation }: { models: Model[]; modelId: st
 
   return (
     <>
-      <form class="card log-filters" aria-label="Which requests" onSubmit={(e) => (e.preventDefault(), setTick((t) => t + 1))}>
+      <form class="card log-filters" aria-label="Which requests" onSubmit={(e) => (e.preventDefault(), reload())}>
         <div class="row">
           <div class="field grow">
             <label for="log-model">Model</label>

@@ -106,6 +106,31 @@ export function patternDfa(pattern: RegexNode, limits: AutomatonLimits): Dfa {
   return determinize(nfa, before, after, limits);
 }
 
+/**
+ * The states of a DFA under construction, each found once by its key: a new one is queued (with
+ * what it stands for) for its transitions to be worked out, within the limits.
+ */
+class StateTable<Q> {
+  readonly states: Array<{ accepting: boolean; transitions: Array<{ ranges: Ranges; to: number }> }> = [];
+  readonly queue: Q[] = [];
+  private readonly ids = new Map<string, number>();
+
+  constructor(private readonly limits: AutomatonLimits) {}
+
+  intern(key: string, item: Q, accepting: () => boolean): number {
+    let id = this.ids.get(key);
+    if (id === undefined) {
+      if (this.states.length >= this.limits.maxStates) throw new AutomatonTooLargeError(this.limits.maxStates);
+      if ((this.states.length & 63) === 0) this.limits.check();
+      id = this.states.length;
+      this.ids.set(key, id);
+      this.states.push({ accepting: accepting(), transitions: [] });
+      this.queue.push(item);
+    }
+    return id;
+  }
+}
+
 function determinize(nfa: Nfa, start: number, universal: number, limits: AutomatonLimits): Dfa {
   const closure = (seeds: Iterable<number>, atStart: boolean, atEnd: boolean): number[] => {
     const seen = new Set<number>(seeds);
@@ -124,23 +149,10 @@ function determinize(nfa: Nfa, start: number, universal: number, limits: Automat
     return seen.has(universal) ? [universal] : [...seen].sort((a, b) => a - b);
   };
 
-  const states: Array<{ accepting: boolean; transitions: Array<{ ranges: Ranges; to: number }> }> = [];
-  const ids = new Map<string, number>();
-  const queue: Array<{ set: number[]; atStart: boolean }> = [];
-  const idOf = (set: number[], atStart: boolean): number => {
-    const key = `${atStart ? 'S' : ''}${set.join(',')}`;
-    let id = ids.get(key);
-    if (id === undefined) {
-      if (states.length >= limits.maxStates) throw new AutomatonTooLargeError(limits.maxStates);
-      if ((states.length & 63) === 0) limits.check();
-      id = states.length;
-      ids.set(key, id);
-      const accepting = closure(set, atStart, true).includes(universal);
-      states.push({ accepting, transitions: [] });
-      queue.push({ set, atStart });
-    }
-    return id;
-  };
+  const table = new StateTable<{ set: number[]; atStart: boolean }>(limits);
+  const { states, queue } = table;
+  const idOf = (set: number[], atStart: boolean): number =>
+    table.intern(`${atStart ? 'S' : ''}${set.join(',')}`, { set, atStart }, () => closure(set, atStart, true).includes(universal));
 
   idOf(closure([start], true, false), true);
   for (let id = 0; id < queue.length; id++) {
@@ -169,22 +181,9 @@ function determinize(nfa: Nfa, start: number, universal: number, limits: Automat
 
 /** The DFA of the strings both accept. */
 export function intersectDfa(a: Dfa, b: Dfa, limits: AutomatonLimits): Dfa {
-  const states: Array<{ accepting: boolean; transitions: Array<{ ranges: Ranges; to: number }> }> = [];
-  const ids = new Map<string, number>();
-  const queue: Array<[number, number]> = [];
-  const idOf = (p: number, q: number): number => {
-    const key = `${p},${q}`;
-    let id = ids.get(key);
-    if (id === undefined) {
-      if (states.length >= limits.maxStates) throw new AutomatonTooLargeError(limits.maxStates);
-      if ((states.length & 63) === 0) limits.check();
-      id = states.length;
-      ids.set(key, id);
-      states.push({ accepting: a.states[p]!.accepting && b.states[q]!.accepting, transitions: [] });
-      queue.push([p, q]);
-    }
-    return id;
-  };
+  const table = new StateTable<[number, number]>(limits);
+  const { states, queue } = table;
+  const idOf = (p: number, q: number): number => table.intern(`${p},${q}`, [p, q], () => a.states[p]!.accepting && b.states[q]!.accepting);
   idOf(0, 0);
   for (let id = 0; id < queue.length; id++) {
     const [p, q] = queue[id]!;
