@@ -40,7 +40,7 @@ const rangeMessage = (fn: string, key: string, l: NativeOptionLimit, got: number
 
 describe('llmOptionLimits', () => {
   it('lists every numeric option of the surface, frozen', () => {
-    const load: Array<keyof NativeLoadOptions> = ['threads', 'contextLength', 'kvCacheBytes', 'maxRunningSequences', 'maxQueued', 'kvBlockSize', 'maxBatchTokens'];
+    const load: Array<keyof NativeLoadOptions> = ['threads', 'contextLength', 'kvCacheBytes', 'maxRunningSequences', 'maxQueued', 'kvBlockSize', 'maxBatchTokens', 'speculativeTokens'];
     const generate: Array<keyof NativeGenerateOptions> = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'frequencyPenalty', 'presencePenalty', 'seed', 'logprobs'];
     expect(Object.keys(limits.load).sort()).toEqual([...load].sort());
     expect(Object.keys(limits.generate).sort()).toEqual([...generate].sort());
@@ -56,6 +56,7 @@ describe('llmOptionLimits', () => {
     expect(info.maxQueued).toBe(limits.load.maxQueued.default);
     expect(info.kvBlockSize).toBe(limits.load.kvBlockSize.default);
     expect(info.maxBatchTokens).toBe(limits.load.maxBatchTokens.default);
+    expect(info.speculativeTokens).toBe(limits.load.speculativeTokens.default);
     expect(info.contextLength).toBe(256); // default 0: the model's training context
     expect(limits.load.contextLength.default).toBe(0);
   });

@@ -89,8 +89,9 @@ const NumberOption kMaxQueued{"maxQueued", double(kEngine.max_queued), 0, 1 << 2
 const NumberOption kBlockSize{"kvBlockSize", double(kEngine.block_size), 1, 4096, true};
 const NumberOption kMaxBatchTokens{"maxBatchTokens", double(kEngine.max_batch_tokens), 1, 1 << 16, true};
 const NumberOption kThreads{"threads", double(kEngine.threads), 0, kMaxThreads, true};  // read by threads_option
+const NumberOption kSpeculativeTokens{"speculativeTokens", double(kEngine.speculative_tokens), 0, 32, true};
 const NumberOption* const kLoadOptions[] = {&kThreads, &kContextLength, &kKvCacheBytes, &kMaxRunning,
-                                            &kMaxQueued, &kBlockSize, &kMaxBatchTokens};
+                                            &kMaxQueued, &kBlockSize, &kMaxBatchTokens, &kSpeculativeTokens};
 // llmGenerate (seed: absent means a random seed).
 const NumberOption kMaxTokens{"maxTokens", double(kRequest.max_tokens), 1, 1 << 30, true};
 const NumberOption kTemperature{"temperature", kSampling.temperature, 0, 1e6, false};
@@ -225,6 +226,7 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   opt.max_queued = static_cast<int32_t>(r.option(o, kMaxQueued));
   opt.block_size = static_cast<int32_t>(r.option(o, kBlockSize));
   opt.max_batch_tokens = static_cast<int32_t>(r.option(o, kMaxBatchTokens));
+  opt.speculative_tokens = static_cast<int32_t>(r.option(o, kSpeculativeTokens));
   opt.simd = r.simd_option(o);
   if (auto backend = r.option_choice(o, "backend", {"cpu", "cuda"})) opt.backend = *backend;
   // Prefix caching: on unless PLATFORM_PREFIX_CACHE=0 or the option says otherwise.
@@ -363,6 +365,8 @@ Napi::Value Stats(const Napi::CallbackInfo& info) {
   o.Set("kvBlocksCached", Napi::Number::New(env, static_cast<double>(s.kv_blocks_cached)));
   o.Set("prefixCacheQueries", Napi::Number::New(env, static_cast<double>(s.prefix_queries)));
   o.Set("prefixCacheHits", Napi::Number::New(env, static_cast<double>(s.prefix_hits)));
+  o.Set("draftTokens", Napi::Number::New(env, static_cast<double>(s.draft_tokens)));
+  o.Set("acceptedTokens", Napi::Number::New(env, static_cast<double>(s.accepted_tokens)));
   return o;
 }
 
@@ -409,6 +413,7 @@ Napi::Value ModelInfo(const Napi::CallbackInfo& info) {
   o.Set("maxQueued", num(e.options().max_queued));
   o.Set("kvBlockSize", num(e.options().block_size));
   o.Set("maxBatchTokens", num(e.options().max_batch_tokens));
+  o.Set("speculativeTokens", num(e.options().speculative_tokens));
   o.Set("backend", e.backend().name());
   o.Set("kernels", e.backend().describe());
   return o;

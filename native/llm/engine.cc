@@ -48,6 +48,8 @@ EngineStats Engine::stats() {
   st.kv_blocks_cached = kv.cached_blocks();
   st.prefix_queries = counts.prefix_queries;
   st.prefix_hits = counts.prefix_hits;
+  st.draft_tokens = counts.draft_tokens;
+  st.accepted_tokens = counts.accepted_tokens;
   st.kv_blocks_reserved = counts.reserved_blocks;
   st.kv_blocks_total = kv.total_blocks();
   st.kv_block_size = kv.block_size();
@@ -78,51 +80,77 @@ void Engine::loop() {
   }
 }
 
+// A drafting entry's rows, one per fed position: the token sampled at position j is kept, and
+// the next position looked at, while it equals draft token j. Sampling one row after another with
+// the sequence's own random stream (one draw per emitted token, as without drafts) keeps the
+// output exactly what plain decoding gives, greedy or seeded.
+void Engine::verify_draft(Sequence& s, const float* rows, std::vector<int32_t>& tokens, std::vector<TokenLogprobs>& logprobs) {
+  const int64_t vocab = model_->config().vocab;
+  for (int64_t j = 0; j <= s.drafted; ++j) {
+    const float* row = rows + j * vocab;
+    const int32_t t = s.sampler.sample(row);
+    if (s.req.logprobs >= 0) logprobs.push_back(s.sampler.logprobs(row, t, s.req.logprobs));
+    s.sampler.accept(t);
+    tokens.push_back(t);
+    if (j == s.drafted || t != s.feed[j + 1]) break;
+  }
+}
+
 StepOutput Engine::execute(const Schedule& step) {
   const ModelConfig& c = model_->config();
   StepOutput out;
-  out.sampled.assign(step.batch.size(), -1);
+  out.tokens.resize(step.batch.size());
+  out.logprobs.resize(step.batch.size());
   try {
     model_->forward(step.batch, *backend_);
     bool host_rows = !backend_->samples_on_device();
-    for (const Sequence* s : step.seqs) host_rows = host_rows || s->req.logits_only || s->req.logprobs >= 0;
+    for (const Sequence* s : step.seqs) host_rows = host_rows || s->req.logits_only || s->req.logprobs >= 0 || s->drafted > 0;
     if (host_rows) out.logits = backend_->host_logits();
     std::vector<SampleRequest> requests;
     std::vector<size_t> requesters;
+    std::vector<size_t> single;  // entries that sampled one token, their log-probabilities and counts still to do
     for (size_t i = 0; i < step.batch.size(); ++i) {
       Sequence& s = *step.seqs[i];
       const BatchEntry& e = step.batch[i];
       const int64_t last_row = step.first_logit[i] + e.logit_rows() - 1;
       const bool prompt_done = s.n_past + e.n_tokens >= static_cast<int64_t>(s.req.prompt.size());
       if (!prompt_done || s.done || s.req.logits_only || s.cancelled.load()) continue;
+      if (s.drafted > 0) {
+        verify_draft(s, out.logits + step.first_logit[i] * c.vocab, out.tokens[i], out.logprobs[i]);
+        continue;
+      }
+      const uint32_t* mask = s.step_mask();
+      if (s.matcher && !s.matcher->error().empty()) continue;  // update() ends it
       if (backend_->samples_on_device()) {
         SampleRequest r;
         r.row = last_row;
         r.params = s.sampler.params();
         r.uniform = s.sampler.draw();
         r.counts = &s.sampler.counts();
-        r.mask = s.step_mask();
-        if (s.matcher && !s.matcher->error().empty()) continue;  // update() ends it
+        r.mask = mask;
         requests.push_back(r);
         requesters.push_back(i);
       } else {
-        const uint32_t* mask = s.step_mask();
-        if (s.matcher && !s.matcher->error().empty()) continue;  // update() ends it
-        out.sampled[i] = s.sampler.sample(out.logits + last_row * c.vocab, mask);
+        out.tokens[i].push_back(s.sampler.sample(out.logits + last_row * c.vocab, mask));
+        single.push_back(i);
       }
     }
     if (!requests.empty()) {
       std::vector<int32_t> tokens;
       backend_->sample(requests, tokens);
-      for (size_t j = 0; j < requesters.size(); ++j) out.sampled[requesters[j]] = tokens[j];
+      for (size_t j = 0; j < requesters.size(); ++j) out.tokens[requesters[j]].push_back(tokens[j]);
+      single.insert(single.end(), requesters.begin(), requesters.end());
     }
-    // Log-probabilities from the host copy of the logits (read before a device sampled in place).
-    for (size_t i = 0; i < step.batch.size(); ++i) {
+    // Log-probabilities from the host copy of the logits (read before a device sampled in place)
+    // and with the penalties before this token; then the token counts for the next step's.
+    for (size_t i : single) {
       Sequence& s = *step.seqs[i];
-      if (s.req.logprobs < 0 || out.sampled[i] < 0) continue;
-      if (out.logprobs.empty()) out.logprobs.resize(step.batch.size());
-      const int64_t last_row = step.first_logit[i] + step.batch[i].logit_rows() - 1;
-      out.logprobs[i] = s.sampler.logprobs(out.logits + last_row * c.vocab, out.sampled[i], s.req.logprobs);
+      const int32_t token = out.tokens[i].front();
+      if (s.req.logprobs >= 0) {
+        const int64_t last_row = step.first_logit[i] + step.batch[i].logit_rows() - 1;
+        out.logprobs[i].push_back(s.sampler.logprobs(out.logits + last_row * c.vocab, token, s.req.logprobs));
+      }
+      s.sampler.accept(token);
     }
   } catch (const std::exception& ex) {
     out.error = ex.what();

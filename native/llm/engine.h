@@ -32,6 +32,7 @@ struct EngineStats {
   uint64_t steps = 0, tokens_generated = 0;
   int64_t kv_blocks_cached = 0;               // cached prefix blocks no sequence holds
   uint64_t prefix_queries = 0, prefix_hits = 0;  // prompt tokens looked up / found in the prefix cache
+  uint64_t draft_tokens = 0, accepted_tokens = 0; // speculative decoding: tokens drafted / accepted
 };
 
 class Engine {
@@ -61,6 +62,8 @@ class Engine {
   void loop();
   // The step's forward pass and sampling, on the engine's thread, without the scheduler's lock.
   StepOutput execute(const Schedule& step);
+  // A drafting sequence's sampled tokens: its accepted draft, then the token after it.
+  void verify_draft(Sequence& s, const float* rows, std::vector<int32_t>& tokens, std::vector<TokenLogprobs>& logprobs);
 
   std::unique_ptr<Model> model_;
   EngineOptions opt_;

@@ -22,6 +22,7 @@ struct EngineOptions {
   int32_t block_size = 16;         // positions per KV block
   int32_t max_batch_tokens = 256;  // tokens per forward step (decode tokens + prefill chunks)
   bool prefix_cache = true;        // reuse the KV of cached prompt prefixes (kv_cache.h)
+  int32_t speculative_tokens = 0;  // prompt-lookup drafts verified per decoding step (0: none; prompt_lookup.h)
   std::optional<SimdLevel> simd;   // kernels at or below this level (default: the process level)
 };
 

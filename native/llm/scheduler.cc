@@ -76,6 +76,8 @@ Scheduler::Counts Scheduler::counts() {
   c.reserved_blocks = kv_.pinned_blocks() + outstanding_.load();
   c.prefix_queries = prefix_queries_;
   c.prefix_hits = prefix_hits_;
+  c.draft_tokens = draft_tokens_;
+  c.accepted_tokens = accepted_tokens_;
   return c;
 }
 
@@ -174,22 +176,43 @@ void Scheduler::publish_full_blocks(Sequence& s) {
   }
 }
 
-// Decoding sequences first (one token each), then prompt chunks within the token budget; then the
-// blocks for the new positions (covered by each sequence's reservation). Only the engine's thread
-// changes running_ and the free list, so this needs no lock.
+int64_t Scheduler::draft(Sequence& s, int64_t max_draft) {
+  s.feed.assign(1, s.generated.back());
+  // The step writes K/V at n_past .. n_past + drafted, within the sequence's limit, and emits at
+  // most drafted + 1 tokens, within max_tokens.
+  const int64_t room = std::min<int64_t>(s.limit - s.n_past - 1, s.req.max_tokens - static_cast<int64_t>(s.generated.size()) - 1);
+  const TokenHistory history{s.req.prompt.data(), static_cast<int64_t>(s.req.prompt.size()), s.generated.data(), static_cast<int64_t>(s.generated.size())};
+  NgramDraftOptions opt;
+  opt.max_tokens = options_.speculative_tokens;
+  s.drafted = propose_ngram_draft(history, opt, std::min(room, max_draft), s.feed);
+  return s.drafted;
+}
+
+// Decoding sequences first (one token each, plus a draft to verify with speculative decoding, from
+// the tokens the other decoding sequences leave), then prompt chunks within the token budget; then
+// the blocks for the new positions (covered by each sequence's reservation). Only the engine's
+// thread changes running_ and the free list, so this needs no lock.
 Schedule Scheduler::layout_step() {
   Schedule step;
   int64_t budget = options_.max_batch_tokens;
+  for (auto& sp : running_) budget -= sp->prefilling() ? 0 : 1;
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.prefilling()) continue;
     BatchEntry e;
-    e.tokens = &s.generated.back();
-    e.n_tokens = 1;
     e.pos0 = s.n_past;
+    s.drafted = 0;
+    if (options_.speculative_tokens > 0 && !s.matcher && budget > 0) {
+      budget -= draft(s, budget);
+      e.tokens = s.feed.data();
+      e.n_tokens = 1 + s.drafted;
+      e.all_logits = s.drafted > 0;  // each drafted position's logits decide whether it is kept
+    } else {
+      e.tokens = &s.generated.back();
+      e.n_tokens = 1;
+    }
     step.batch.push_back(e);
     step.seqs.push_back(&s);
-    --budget;
   }
   for (auto& sp : running_) {
     Sequence& s = *sp;
@@ -245,9 +268,17 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
       Sequence& s = *step.seqs[i];
       const BatchEntry& e = step.batch[i];
       const float* first = out.logits ? out.logits + step.first_logit[i] * c.vocab : nullptr;  // the entry's host rows
-      if (e.all_logits) s.logits.insert(s.logits.end(), first, first + e.logit_rows() * c.vocab);  // every chunk
-      s.n_past += e.n_tokens;
-      if (kv_.prefix_caching() && !s.done) publish_full_blocks(s);
+      if (s.req.logits_only && e.all_logits) s.logits.insert(s.logits.end(), first, first + e.logit_rows() * c.vocab);  // every chunk
+      const std::vector<int32_t>& tokens = out.tokens[i];
+      // A drafting step wrote K/V for its feed; the rejected draft positions are written over later.
+      const int64_t accepted = s.drafted > 0 && !tokens.empty() ? static_cast<int64_t>(tokens.size()) - 1 : 0;
+      s.n_past += e.n_tokens - (s.drafted - accepted);
+      if (s.drafted > 0) {
+        draft_tokens_ += static_cast<uint64_t>(s.drafted);
+        accepted_tokens_ += static_cast<uint64_t>(accepted);
+      }
+      // A drafting sequence publishes after its accepted tokens are in `generated` (below).
+      if (kv_.prefix_caching() && !s.done && s.drafted == 0) publish_full_blocks(s);
       if (s.prefilling() || s.done) continue;  // more prompt to go
       if (s.req.logits_only) {
         if (!e.all_logits) s.logits.assign(first, first + c.vocab);
@@ -258,38 +289,42 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
         finish(s, FinishReason::kError, events, "structured output: " + s.matcher->error());
         continue;
       }
-      if (s.cancelled.load() || out.sampled[i] < 0) continue;  // the next schedule() reports it
-      const int32_t token = out.sampled[i];
-      if (s.generated.empty()) s.t_first = Clock::now();
-      s.sampler.accept(token);
-      if (std::find(c.eos_tokens.begin(), c.eos_tokens.end(), token) != c.eos_tokens.end()) {
-        finish(s, FinishReason::kStop, events);  // a grammar allows EOS only where it may end
-        continue;
+      if (s.cancelled.load() || tokens.empty()) continue;  // the next schedule() reports it
+      for (size_t j = 0; j < tokens.size() && !s.done; ++j) {
+        const int32_t token = tokens[j];
+        if (s.generated.empty()) s.t_first = Clock::now();
+        if (std::find(c.eos_tokens.begin(), c.eos_tokens.end(), token) != c.eos_tokens.end()) {
+          finish(s, FinishReason::kStop, events);  // a grammar allows EOS only where it may end
+          break;
+        }
+        if (s.matcher && !s.matcher->accept(token)) {
+          finish(s, FinishReason::kError, events, "structured output: " + s.matcher->error());
+          break;
+        }
+        s.generated.push_back(token);
+        generated_.fetch_add(1);
+        Event ev;
+        ev.type = Event::Type::kToken;
+        ev.id = s.id;
+        ev.token = token;
+        if (s.req.logprobs >= 0 && j < out.logprobs[i].size()) {
+          ev.has_logprobs = true;
+          ev.logprobs = out.logprobs[i][j];
+        }
+        events.push_back(std::move(ev));
+        // A grammar that can only end now ends the sequence without another step.
+        if (s.matcher && s.matcher->must_end()) {
+          finish(s, FinishReason::kStop, events);
+          break;
+        }
+        // The token is fed at this position (the accepted draft tokens already were), which must
+        // fit the limit.
+        const int64_t position = s.n_past - static_cast<int64_t>(tokens.size() - 1 - j);
+        if (static_cast<int64_t>(s.generated.size()) >= s.req.max_tokens || position >= s.limit) {
+          finish(s, FinishReason::kLength, events);
+        }
       }
-      if (s.matcher && !s.matcher->accept(token)) {
-        finish(s, FinishReason::kError, events, "structured output: " + s.matcher->error());
-        continue;
-      }
-      s.generated.push_back(token);
-      generated_.fetch_add(1);
-      Event ev;
-      ev.type = Event::Type::kToken;
-      ev.id = s.id;
-      ev.token = token;
-      if (s.req.logprobs >= 0 && i < out.logprobs.size()) {
-        ev.has_logprobs = true;
-        ev.logprobs = out.logprobs[i];
-      }
-      events.push_back(std::move(ev));
-      // A grammar that can only end now ends the sequence without another step.
-      if (s.matcher && s.matcher->must_end()) {
-        finish(s, FinishReason::kStop, events);
-        continue;
-      }
-      // The new token is fed next step at position n_past, which must fit the limit.
-      if (static_cast<int64_t>(s.generated.size()) >= s.req.max_tokens || s.n_past >= s.limit) {
-        finish(s, FinishReason::kLength, events);
-      }
+      if (kv_.prefix_caching() && !s.done && s.drafted > 0) publish_full_blocks(s);
     }
   }
   // Finished sequences leave the running set and give back their reservations.

@@ -9,9 +9,12 @@
 //              (cached when published) when it finishes or is cancelled;
 //   a step     one token for every decoding sequence, plus prompt chunks of the sequences still
 //              prefilling, within max_batch_tokens (so a long prompt is spread over several steps
-//              and the running streams keep their pace);
-//   update     the step's tokens, finishes (stop, length, error) and logits become events, and
-//              finished sequences leave the running set.
+//              and the running streams keep their pace); with speculative decoding, a decoding
+//              sequence's token comes with up to k drafted ones (prompt_lookup.h), verified in the
+//              same pass;
+//   update     the step's tokens (several per sequence when drafts were accepted), finishes (stop,
+//              length, error) and logits become events, and finished sequences leave the running
+//              set.
 // The engine's thread alternates schedule() and update() around each forward pass (engine.cc);
 // submit, cancel, stop and the counts may come from any thread (they take the scheduler's mutex).
 #pragma once
@@ -30,6 +33,7 @@
 #include "engine_options.h"
 #include "kv_cache.h"
 #include "model.h"
+#include "prompt_lookup.h"
 #include "request.h"
 #include "sampler.h"
 
@@ -54,6 +58,8 @@ struct Sequence {
   int64_t n_past = 0;           // positions written to the KV cache
   std::vector<int32_t> generated;
   std::vector<float> logits;    // logits_only + all_logits: rows gathered across chunks
+  std::vector<int32_t> feed;    // a drafting step's tokens: the last generated one, then the draft
+  int64_t drafted = 0;          // draft tokens in this step's feed
   std::unique_ptr<GrammarMatcher> matcher;  // a constrained sequence's grammar position
   std::vector<uint32_t> mask;   // its allowed tokens this step ([vocab / 32] words)
   std::atomic<bool> cancelled{false};
@@ -84,8 +90,10 @@ struct Schedule {
 
 // What a step's forward pass and sampling produced.
 struct StepOutput {
-  std::vector<int32_t> sampled;   // [entries]: the next token, or -1 where none was sampled
-  std::vector<TokenLogprobs> logprobs;  // [entries]: for the entries whose request asked
+  // [entries][tokens]: the tokens sampled, none where nothing was; more than one where a draft
+  // was verified: the accepted draft tokens, then the token sampled after them.
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::vector<TokenLogprobs>> logprobs;  // [entries][tokens], for the requests that asked
   const float* logits = nullptr;  // the step's logits rows in host memory ([rows][vocab]), if read
   std::string error;              // non-empty: the step failed and every sequence in it ends
 };
@@ -111,6 +119,7 @@ class Scheduler {
   struct Counts {
     int64_t running = 0, waiting = 0, reserved_blocks = 0;
     uint64_t prefix_queries = 0, prefix_hits = 0;  // prompt tokens looked up in / found in the prefix cache
+    uint64_t draft_tokens = 0, accepted_tokens = 0; // speculative decoding: tokens drafted / accepted
   };
   Counts counts();
   uint64_t tokens_generated() const { return generated_.load(); }
@@ -130,6 +139,8 @@ class Scheduler {
   Schedule layout_step();
   // Publishes the sequence's blocks that its last step filled (prefix caching).
   void publish_full_blocks(Sequence& s);
+  // Fills s.feed with the sequence's next token and up to max_draft drafted ones; returns the number drafted.
+  int64_t draft(Sequence& s, int64_t max_draft);
 
   const ModelConfig& config_;
   const EngineOptions options_;
@@ -147,6 +158,7 @@ class Scheduler {
   // layout_step without mu_), read by counts() from any thread.
   std::atomic<int64_t> outstanding_{0};
   uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
+  uint64_t draft_tokens_ = 0, accepted_tokens_ = 0;
   std::atomic<uint64_t> generated_{0};
 };
 

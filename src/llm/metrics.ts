@@ -69,6 +69,9 @@ export class LlmMetrics {
     // vLLM's prefix cache counters, in prompt tokens (the engine's totals since the model loaded).
     fromStats('counter', 'platform:prefix_cache_queries', 'Prompt tokens looked up in the prefix cache', (s) => s.prefixCacheQueries);
     fromStats('counter', 'platform:prefix_cache_hits', 'Prompt tokens found in the prefix cache', (s) => s.prefixCacheHits);
+    // vLLM's speculative decoding counters (prompt-lookup drafts verified, and accepted).
+    fromStats('counter', 'platform:spec_decode_num_draft_tokens', 'Draft tokens verified by speculative decoding', (s) => s.draftTokens);
+    fromStats('counter', 'platform:spec_decode_num_accepted_tokens', 'Draft tokens accepted by speculative decoding', (s) => s.acceptedTokens);
   }
 
   requestArrived(modelId: string): void {

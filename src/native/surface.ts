@@ -154,6 +154,11 @@ export interface NativeLoadOptions {
   simd?: SimdLevel;
   /** Reuse the KV cache of prompt prefixes seen before (default: on unless PLATFORM_PREFIX_CACHE=0). */
   prefixCache?: boolean;
+  /**
+   * Speculative decoding by prompt lookup: each decoding step also verifies up to this many tokens
+   * drafted from the sequence's own context (0, the default: off). The output is unchanged.
+   */
+  speculativeTokens?: number;
 }
 
 /** llmGenerate options; absent fields take the engine's defaults (llmOptionLimits.generate). */
@@ -256,6 +261,7 @@ export interface NativeModelInfo {
   maxQueued: number;
   kvBlockSize: number;
   maxBatchTokens: number;
+  speculativeTokens: number;
   kernels: string;
 }
 
@@ -273,6 +279,9 @@ export interface NativeStats {
   /** Prompt tokens looked up in the prefix cache, and found there, since the model loaded. */
   prefixCacheQueries: number;
   prefixCacheHits: number;
+  /** Speculative decoding: draft tokens verified, and accepted, since the model loaded. */
+  draftTokens: number;
+  acceptedTokens: number;
 }
 
 export interface LlmExports {

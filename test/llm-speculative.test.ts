@@ -1,0 +1,189 @@
+// Speculative decoding by prompt lookup (native/llm/prompt_lookup.h): each decoding step also
+// feeds up to k tokens drafted from the sequence's own context and keeps the longest prefix that
+// sampling agrees with. The output must be the one plain decoding gives, token for token: checked
+// on two engines over one model file (drafting on and off), greedy at 1, 2 and 4 concurrent
+// sequences (as llama.cpp tests its speculative server), seeded sampling at temperature 1,
+// log-probabilities, penalties, max_tokens and context limits, a grammar (which does not draft),
+// and the prefix cache fed by drafting steps. The engine's counters must show that drafts were
+// accepted, or these tests would prove nothing.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadModel, type GenerateOptions, type LlmModel } from '../src/llm/engine/index.js';
+import { readGguf } from '../src/llm/gguf/index.js';
+import { encodeGrammar, GrammarBuilder } from '../src/llm/structured/grammar.js';
+import { Tokenizer } from '../src/llm/tokenizer/index.js';
+import { seededRandom, tinyModel, writeGguf } from './helpers/gguf-writer.js';
+import { spmVocab } from './helpers/llm-models.js';
+import { tempDir } from './helpers/paths.js';
+
+const STORIES = path.resolve(process.env['PLATFORM_FIXTURES_DIR'] ?? '../shared/fixtures', 'stories260K.gguf');
+let file: string;
+let plain: LlmModel;
+let drafting: LlmModel;
+/** Token bytes as the host gives them to the engine, for the grammar test. */
+let pieces: Uint8Array[];
+
+beforeAll(async () => {
+  const dir = tempDir();
+  // Small weights: greedy output drifts into short cycles now and then, so that drafts are both
+  // accepted and rejected (at the chat models' larger scale almost no draft is ever right).
+  file = path.join(dir, 'tiny.gguf');
+  writeGguf(file, tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128, nCtx: 512, seed: 3, name: 'tiny', weightScale: 0.1 }).spec);
+  const options = { contextLength: 512, maxRunningSequences: 4, threads: 1 };
+  plain = await loadModel(file, options);
+  drafting = await loadModel(file, { ...options, speculativeTokens: 4 });
+  const tokenizer = Tokenizer.fromGguf(await readGguf(file));
+  pieces = tokenizer.vocab.tokens.map((_, id) => (tokenizer.isEog(id) || id === tokenizer.bos ? new Uint8Array(0) : tokenizer.piece(id, true)));
+});
+afterAll(async () => {
+  await plain?.unload();
+  await drafting?.unload();
+});
+
+interface Answer {
+  tokens: number[];
+  logprobs: Array<number | undefined>;
+  finishReason: string;
+}
+
+async function run(model: LlmModel, prompt: number[], options: GenerateOptions): Promise<Answer> {
+  const gen = model.generate(prompt, options);
+  const tokens: number[] = [];
+  const logprobs: Array<number | undefined> = [];
+  for await (const t of gen) {
+    tokens.push(t.token);
+    logprobs.push(t.logprob);
+  }
+  const result = await gen.result;
+  return { tokens, logprobs, finishReason: result.finishReason };
+}
+
+/** Token ids of the tiny vocabulary's word pieces and bytes (never BOS or EOS). */
+const draw = (random: () => number, n: number) => Array.from({ length: n }, () => 3 + Math.floor(random() * 290));
+
+/** Prompts that repeat themselves (a passage, then the passage again, cut short), as an edit or a quote does. */
+function repeatingPrompts(seed: number, n: number): number[][] {
+  const { uniform } = seededRandom(seed);
+  return Array.from({ length: n }, () => {
+    const passage = draw(uniform, 20 + Math.floor(uniform() * 30));
+    return [1, ...passage, ...draw(uniform, 3), ...passage.slice(0, 6 + Math.floor(uniform() * 6))];
+  });
+}
+
+/**
+ * The same tokens and finish; log-probabilities within 1e-4 (a verifying step multiplies several
+ * rows at once, whose f32 sums may round differently from a one-row step's in the last bits).
+ */
+function expectSame(got: Answer, want: Answer, what: string) {
+  expect(got.tokens, what).toEqual(want.tokens);
+  expect(got.finishReason, what).toBe(want.finishReason);
+  expect(got.logprobs.length, what).toBe(want.logprobs.length);
+  got.logprobs.forEach((lp, k) => (lp === undefined ? expect(want.logprobs[k]).toBeUndefined() : expect(lp, what).toBeCloseTo(want.logprobs[k]!, 4)));
+}
+
+/** Runs every prompt on both engines, `concurrency` at a time, and compares each answer. */
+async function compare(prompts: number[][], concurrency: number, options: (i: number) => GenerateOptions) {
+  const before = drafting.stats();
+  for (let i = 0; i < prompts.length; i += concurrency) {
+    const batch = prompts.slice(i, i + concurrency);
+    const [want, got] = await Promise.all([
+      Promise.all(batch.map((p, j) => run(plain, p, options(i + j)))),
+      Promise.all(batch.map((p, j) => run(drafting, p, options(i + j)))),
+    ]);
+    for (let j = 0; j < batch.length; j++) expectSame(got[j]!, want[j]!, `prompt ${i + j}`);
+  }
+  const after = drafting.stats();
+  return { drafted: after.draftTokens - before.draftTokens, accepted: after.acceptedTokens - before.acceptedTokens };
+}
+
+describe('speculative decoding by prompt lookup', () => {
+  it('reports its setting; a model without it drafts nothing', () => {
+    expect(drafting.info().speculativeTokens).toBe(4);
+    expect(plain.info().speculativeTokens).toBe(0);
+    expect(plain.stats().draftTokens).toBe(0);
+  });
+
+  for (const concurrency of [1, 2, 4]) {
+    it(`gives greedy output identical to plain decoding at ${concurrency} concurrent sequence(s), accepting drafts`, async () => {
+      const prompts = repeatingPrompts(100 + concurrency, 8);
+      const { drafted, accepted } = await compare(prompts, concurrency, () => ({ maxTokens: 48, temperature: 0 }));
+      expect(drafted).toBeGreaterThan(0);
+      expect(accepted).toBeGreaterThan(0);
+      expect(accepted).toBeLessThan(drafted); // and some were rejected
+    });
+  }
+
+  it('gives seeded samples identical to plain decoding (one draw per emitted token)', async () => {
+    const prompts = repeatingPrompts(7, 8);
+    const { accepted } = await compare(prompts, 4, (i) => ({ maxTokens: 40, temperature: i % 2 === 0 ? 0.3 : 1, topK: 16, seed: 1000 + i }));
+    expect(accepted).toBeGreaterThan(0);
+  });
+
+  it('keeps log-probabilities, penalties and top-p exactly as plain decoding computes them', async () => {
+    const { accepted } = await compare(repeatingPrompts(8, 6), 3, (i) => ({ maxTokens: 48, temperature: 0.3, topP: 0.9, seed: 50 + i, logprobs: 3 }));
+    expect(accepted).toBeGreaterThan(0);
+    // Penalties count every token emitted before a position, accepted draft tokens included.
+    const penalized = await compare(repeatingPrompts(18, 6), 3, (i) => ({ maxTokens: 48, temperature: 0, frequencyPenalty: 0.05, presencePenalty: 0.02, logprobs: i % 2 }));
+    expect(penalized.accepted).toBeGreaterThan(0);
+  });
+
+  it('stops at max_tokens and at the context limit where plain decoding does', async () => {
+    const prompts = repeatingPrompts(9, 6);
+    for (const maxTokens of [1, 2, 3, 5, 9]) await compare(prompts, 3, () => ({ maxTokens, temperature: 0 }));
+    // A prompt near the end of the 512-position context: the drafts must stop at its last position.
+    const { uniform } = seededRandom(10);
+    const long = [1, ...draw(uniform, 240)];
+    const nearEnd = [...long, ...long.slice(1, 250)].slice(0, 500);
+    const [want, got] = await Promise.all([run(plain, nearEnd, { maxTokens: 64, temperature: 0 }), run(drafting, nearEnd, { maxTokens: 64, temperature: 0 })]);
+    expectSame(got, want, 'near the end of the context');
+    expect(got.finishReason).toBe('length');
+    expect(got.tokens.length).toBe(512 - nearEnd.length + 1); // the last token is sampled, never fed
+  });
+
+  it('publishes only accepted tokens to the prefix cache: a continuation built on drafted output reads the right KV', async () => {
+    const prompts = repeatingPrompts(11, 4);
+    for (const prompt of prompts) {
+      const first = await run(drafting, prompt, { maxTokens: 60, temperature: 0 });
+      // The next turn: the whole conversation so far, whose full blocks the drafting run published.
+      const next = [...prompt, ...first.tokens, ...prompt.slice(1, 9)];
+      const [want, got] = await Promise.all([run(plain, next, { maxTokens: 30, temperature: 0 }), run(drafting, next, { maxTokens: 30, temperature: 0 })]);
+      expectSame(got, want, 'the next turn');
+    }
+    expect(drafting.stats().prefixCacheHits).toBeGreaterThan(0);
+  });
+
+  it('does not draft for a request under a grammar, and its output is unchanged', async () => {
+    // A grammar whose language is any run of lowercase letters and spaces: a constrained sequence never drafts.
+    const lowercase = () => {
+      const b = new GrammarBuilder();
+      return encodeGrammar(b.build(b.repeat(b.bytes([[0x61, 0x7a], [0x20, 0x20]]), 1, 200)));
+    };
+    for (const m of [plain, drafting]) m.setTokenBytes(pieces);
+    const before = drafting.stats().draftTokens;
+    const prompt = repeatingPrompts(12, 1)[0]!;
+    const [want, got] = await Promise.all([
+      run(plain, prompt, { maxTokens: 30, temperature: 0, grammar: plain.compileGrammar(lowercase()).handle }),
+      run(drafting, prompt, { maxTokens: 30, temperature: 0, grammar: drafting.compileGrammar(lowercase()).handle }),
+    ]);
+    expect(got).toEqual(want);
+    expect(got.tokens.length).toBeGreaterThan(0);
+    expect(drafting.stats().draftTokens).toBe(before);
+  });
+
+  it.skipIf(!fs.existsSync(STORIES))('accepts most drafts on a trained model asked to repeat a passage (stories260K fixture)', async () => {
+    const [a, b] = await Promise.all([loadModel(STORIES, { threads: 1 }), loadModel(STORIES, { threads: 1, speculativeTokens: 4 })]);
+    try {
+      // Greedy decoding from BOS, then that story as the prompt twice over: the model goes on retelling it.
+      const story = (await run(a, [1], { maxTokens: 120, temperature: 0 })).tokens;
+      const prompt = [1, ...story, 1, ...story.slice(0, 10)];
+      const [want, got] = await Promise.all([run(a, prompt, { maxTokens: 100, temperature: 0 }), run(b, prompt, { maxTokens: 100, temperature: 0 })]);
+      expect(got).toEqual(want);
+      const s = b.stats();
+      expect(s.acceptedTokens / s.draftTokens).toBeGreaterThan(0.5);
+      expect(s.steps).toBeLessThan(a.stats().steps);
+    } finally {
+      await Promise.all([a.unload(), b.unload()]);
+    }
+  });
+});
