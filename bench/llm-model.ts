@@ -9,6 +9,10 @@
 // from ../shared/fixtures/llama-2-tiny-random.gguf when that file exists, else synthesised.
 // The output row of the EOS token (id 2) is zero, so its logit is 0 while the maximum of 32,000
 // random logits is positive: greedy decoding never stops early, in either engine.
+// The "markov" variant (speculative.bench.ts) has the same weights but zero attention outputs: each
+// position's logits depend on its own token only, so the model is a Markov chain over the
+// vocabulary that repeats any text it has seen from the point it meets one of its tokens again:
+// a model that copies its input, with every matrix of the real shape still read at each step.
 import { closeSync, existsSync, mkdirSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +22,7 @@ import type { GgufEntry, GgufValueTypeName } from '../src/llm/gguf/types.js';
 import { f32ToF16 } from '../test/helpers/ggml-quants.js';
 
 export type BenchWeightType = 'Q8_0' | 'Q4_K';
+export type BenchVariant = 'random' | 'markov';
 
 export const TINYLLAMA = {
   dim: 2048,
@@ -137,9 +142,10 @@ interface TensorSpec {
   dims: number[]; // ggml order: dims[0] contiguous
   type: 'F32' | BenchWeightType;
   zeroRow?: number; // a row left all zero (the EOS output row)
+  zero?: boolean; // all zero (the markov variant's attention outputs)
 }
 
-function tensorList(type: BenchWeightType): TensorSpec[] {
+function tensorList(type: BenchWeightType, variant: BenchVariant = 'random'): TensorSpec[] {
   const { dim, layers, heads, kvHeads, ffn, vocab } = TINYLLAMA;
   const kvDim = (dim / heads) * kvHeads;
   const t: TensorSpec[] = [{ name: 'token_embd.weight', dims: [dim, vocab], type }];
@@ -150,7 +156,7 @@ function tensorList(type: BenchWeightType): TensorSpec[] {
       { name: `${p}attn_q.weight`, dims: [dim, dim], type },
       { name: `${p}attn_k.weight`, dims: [dim, kvDim], type },
       { name: `${p}attn_v.weight`, dims: [dim, kvDim], type },
-      { name: `${p}attn_output.weight`, dims: [dim, dim], type },
+      { name: `${p}attn_output.weight`, dims: [dim, dim], type, zero: variant === 'markov' },
       { name: `${p}ffn_norm.weight`, dims: [dim], type: 'F32' },
       { name: `${p}ffn_gate.weight`, dims: [dim, ffn], type },
       { name: `${p}ffn_up.weight`, dims: [dim, ffn], type },
@@ -211,20 +217,21 @@ function fillRows(t: TensorSpec, buf: Uint8Array, firstRow: number, rows: number
       view.setUint16(b * bytes + 2, Q4_K_DMIN, true);
     }
   }
+  if (t.zero) buf.fill(0);
   if (t.zeroRow !== undefined && t.zeroRow >= firstRow && t.zeroRow < firstRow + rows) {
     const rowBytes = (t.dims[0]! / BLOCK[t.type].elems) * bytes;
     buf.fill(0, (t.zeroRow - firstRow) * rowBytes, (t.zeroRow - firstRow + 1) * rowBytes);
   }
 }
 
-export function benchModelPath(type: BenchWeightType): string {
-  return path.join(LLM_OUT_DIR, `tinyllama-1.1b-random-${type.toLowerCase()}.v${GENERATOR_VERSION}.gguf`);
+export function benchModelPath(type: BenchWeightType, variant: BenchVariant = 'random'): string {
+  return path.join(LLM_OUT_DIR, `tinyllama-1.1b-${variant}-${type.toLowerCase()}.v${GENERATOR_VERSION}.gguf`);
 }
 
 /** The model file for `type`, written first if it is not in bench/out/llm/ yet. */
-export async function ensureBenchModel(type: BenchWeightType, log: (s: string) => void = () => {}): Promise<string> {
-  const file = benchModelPath(type);
-  const tensors = tensorList(type);
+export async function ensureBenchModel(type: BenchWeightType, log: (s: string) => void = () => {}, variant: BenchVariant = 'random'): Promise<string> {
+  const file = benchModelPath(type, variant);
+  const tensors = tensorList(type, variant);
   if (existsSync(file)) return file;
   mkdirSync(LLM_OUT_DIR, { recursive: true });
   const started = performance.now();
@@ -234,7 +241,7 @@ export async function ensureBenchModel(type: BenchWeightType, log: (s: string) =
   const f32 = (key: string, value: number): GgufEntry => ({ key, type: 'FLOAT32', value });
   const metadata: GgufEntry[] = [
     { key: 'general.architecture', type: 'STRING', value: 'llama' },
-    { key: 'general.name', type: 'STRING', value: `TinyLlama-1.1B-shaped random ${type}` },
+    { key: 'general.name', type: 'STRING', value: `TinyLlama-1.1B-shaped ${variant} ${type}` },
     u32('general.file_type', type === 'Q8_0' ? 7 : 14), // MOSTLY_Q8_0, MOSTLY_Q4_K_S
     u32('llama.context_length', context),
     u32('llama.embedding_length', dim),

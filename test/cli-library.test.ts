@@ -153,5 +153,16 @@ describe('platform library', () => {
     expect((await runCli(['library', 'deploy', 'tiny-chat', '--model-id', 'x', '--instance-type', 'tpu'], env)).code).toBe(2);
     expect((await runCli(['models', 'set-instance-type', 'x', 'gpu'], env)).code).toBe(2);
     expect((await runCli(['library', 'deploy', 'tiny-chat', '--model-id', 'x', '--name', ' '], env)).code).toBe(2);
+    const speculative = await runCli(['library', 'deploy', 'tiny-chat', '--model-id', 'x', '--speculative', 'draft:tiny-chat.gguf'], env);
+    expect(speculative.code).toBe(2);
+    expect(speculative.stderr).toContain('--speculative must be ngram:<k> with k from 1 to 16 (prompt lookup); a draft model is not offered yet');
+  });
+
+  it('deploys with --speculative ngram:k and shows it with the instance', async () => {
+    expect((await ok(['library', 'deploy', 'tiny-chat', '--model-id', 'spec', '--speculative', 'ngram:3', '--wait'])).stdout).toBe('spec\n');
+    const listed = JSON.parse((await ok(['library', 'deployments', '--json'])).stdout) as { deployments: Array<{ model_id: string; speculative: string | null; status: string }> };
+    expect(listed.deployments.find((d) => d.model_id === 'spec')).toMatchObject({ speculative: 'ngram:3', status: 'LIVE' });
+    expect((await ok(['library', 'deployments'])).stdout).toMatch(/\nspec\s+tiny-chat\s+tiny-chat\.gguf\s+\S+\s+cpu, ngram:3\s+LIVE\n/);
+    await ok(['library', 'undeploy', 'spec']);
   });
 });

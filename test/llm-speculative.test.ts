@@ -14,6 +14,9 @@ import { readGguf } from '../src/llm/gguf/index.js';
 import { encodeGrammar, GrammarBuilder } from '../src/llm/structured/grammar.js';
 import { Tokenizer } from '../src/llm/tokenizer/index.js';
 import { seededRandom, tinyModel, writeGguf } from './helpers/gguf-writer.js';
+import { apiClient, type Api } from './helpers/api.js';
+import type { TestHost } from './helpers/in-process-host.js';
+import { libraryHost } from './helpers/library.js';
 import { spmVocab } from './helpers/llm-models.js';
 import { tempDir } from './helpers/paths.js';
 
@@ -184,6 +187,79 @@ describe('speculative decoding by prompt lookup', () => {
       expect(s.steps).toBeLessThan(a.stats().steps);
     } finally {
       await Promise.all([a.unload(), b.unload()]);
+    }
+  });
+});
+
+describe('speculative decoding through the host', () => {
+  let host: TestHost;
+  let token: string;
+  let api: Api;
+
+  beforeAll(async () => {
+    ({ host, token } = await libraryHost((dir) => {
+      writeGguf(path.join(dir, 'loopy.gguf'), tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128, nCtx: 512, seed: 3, name: 'loopy', weightScale: 0.1 }).spec);
+      return { plain: 'loopy.gguf' };
+    }));
+    api = apiClient(host.url, token);
+    const res = await api('POST', '/api/v1/library/deployments', { file: 'loopy.gguf', name: 'loopy-fast', model_id: 'fast', speculative: 'ngram:4' });
+    expect(res.status).toBe(202);
+    expect((res.body as { speculative: string }).speculative).toBe('ngram:4');
+    for (;;) {
+      const dep = await api<{ status: string }>('GET', '/api/v1/library/deployments/fast');
+      if (dep.body.status === 'LIVE') break;
+      expect(['PENDING', 'DEPLOYING']).toContain(dep.body.status);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }, 60_000);
+  afterAll(async () => {
+    await host?.close();
+  });
+
+  const complete = async (model: string, prompt: string, extra: Record<string, unknown> = {}) => {
+    const res = await api<{ choices: Array<{ text: string; finish_reason: string }>; usage: { completion_tokens: number } }>('POST', `/v1/${model}/completions`, {
+      model,
+      prompt,
+      max_tokens: 40,
+      temperature: 0,
+      ...extra,
+    });
+    expect(res.status).toBe(200);
+    return res.body;
+  };
+
+  it('answers as the deployment without it does, whole and streamed, and counts its drafts in /metrics', async () => {
+    const prompts = ['Once upon a time there was a little girl. Once upon a time', 'Hello world, hello world, hello', 'the end of the end of the', 'It is, it is, and it is'];
+    for (const prompt of prompts) {
+      const [want, got] = await Promise.all([complete('plain', prompt), complete('fast', prompt)]);
+      expect(got.choices[0]!.text).toBe(want.choices[0]!.text);
+      expect(got.usage).toEqual(want.usage);
+    }
+    const stream = await fetch(`${host.url}/v1/fast/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fast', prompt: prompts[1], max_tokens: 40, temperature: 0, stream: true }),
+    });
+    const text = (await stream.text())
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .map((e) => (JSON.parse(e.slice(6)) as { choices: Array<{ text: string }> }).choices[0]?.text ?? '')
+      .join('');
+    expect(text).toBe((await complete('plain', prompts[1]!)).choices[0]!.text);
+    const metrics = await (await fetch(`${host.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+    const counter = (name: string, model: string) => Number(new RegExp(`^${name}\\{model="${model}"\\} (\\S+)$`, 'm').exec(metrics)?.[1]);
+    expect(counter('platform:spec_decode_num_draft_tokens', 'fast')).toBeGreaterThan(0);
+    expect(counter('platform:spec_decode_num_accepted_tokens', 'fast')).toBeGreaterThan(0);
+    expect(counter('platform:spec_decode_num_draft_tokens', 'plain')).toBe(0);
+  });
+
+  it('lists the setting with the deployment, and refuses one it does not know by name', async () => {
+    const list = await api<{ deployments: Array<{ model_id: string; speculative: string | null }> }>('GET', '/api/v1/library/deployments');
+    expect(Object.fromEntries(list.body.deployments.map((d) => [d.model_id, d.speculative]))).toEqual({ plain: null, fast: 'ngram:4' });
+    for (const speculative of ['ngram:0', 'ngram:17', 'draft:tiny.gguf', 'ngram', 4]) {
+      const res = await api<{ error: { message: string; param?: string } }>('POST', '/api/v1/library/deployments', { file: 'loopy.gguf', name: 'other', model_id: 'other', speculative });
+      expect(res.status, String(speculative)).toBe(400);
+      expect(JSON.stringify(res.body.error), String(speculative)).toMatch(/speculative/);
     }
   });
 });

@@ -202,12 +202,16 @@ Schedule Scheduler::layout_step() {
     BatchEntry e;
     e.pos0 = s.n_past;
     s.drafted = 0;
-    if (options_.speculative_tokens > 0 && !s.matcher && budget > 0) {
+    // Text that does not repeat itself makes every draft miss; each miss in a row doubles the pause
+    // before the next draft, so that verifying wrong guesses costs little.
+    if (s.draft_pause > 0) --s.draft_pause;
+    else if (options_.speculative_tokens > 0 && !s.matcher && budget > 0) {
       budget -= draft(s, budget);
       e.tokens = s.feed.data();
       e.n_tokens = 1 + s.drafted;
       e.all_logits = s.drafted > 0;  // each drafted position's logits decide whether it is kept
-    } else {
+    }
+    if (s.drafted == 0) {
       e.tokens = &s.generated.back();
       e.n_tokens = 1;
     }
@@ -276,6 +280,8 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
       if (s.drafted > 0) {
         draft_tokens_ += static_cast<uint64_t>(s.drafted);
         accepted_tokens_ += static_cast<uint64_t>(accepted);
+        s.draft_misses = accepted > 0 ? 0 : s.draft_misses + 1;
+        s.draft_pause = accepted > 0 ? 0 : 1 << std::min(s.draft_misses - 1, 4);
       }
       // A drafting sequence publishes after its accepted tokens are in `generated` (below).
       if (kv_.prefix_caching() && !s.done && s.drafted == 0) publish_full_blocks(s);

@@ -60,6 +60,8 @@ struct Sequence {
   std::vector<float> logits;    // logits_only + all_logits: rows gathered across chunks
   std::vector<int32_t> feed;    // a drafting step's tokens: the last generated one, then the draft
   int64_t drafted = 0;          // draft tokens in this step's feed
+  int32_t draft_misses = 0;     // drafts in a row that were wholly rejected...
+  int32_t draft_pause = 0;      // ...and the steps left before it drafts again (2^(misses-1), at most 16)
   std::unique_ptr<GrammarMatcher> matcher;  // a constrained sequence's grammar position
   std::vector<uint32_t> mask;   // its allowed tokens this step ([vocab / 32] words)
   std::atomic<bool> cancelled{false};

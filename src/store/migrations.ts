@@ -157,6 +157,12 @@ const CLUSTER_VECTORS_POSTGRES = `
 // Roles and scopes of API keys (issue 22, src/auth/permissions.ts). Keys made before roles
 // existed become admin with no scope, so that they keep doing what they did. A scope list is a
 // JSON array of names; NULL means unscoped (every project, collection or tenant).
+const LIBRARY_SPECULATIVE = `
+      -- Speculative decoding of a library deployment: NULL, off; 'ngram:<k>', prompt lookup with up
+      -- to k draft tokens per step (src/llm/library/speculative.ts).
+      ALTER TABLE library_deployments ADD COLUMN speculative TEXT;
+    `;
+
 const KEY_ROLES = `
       ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin' CHECK (role IN ('admin', 'maintainer', 'member', 'inference'));
       ALTER TABLE api_keys ADD COLUMN scope_project TEXT;
@@ -419,5 +425,11 @@ export const migrations: readonly Migration[] = [
     name: 'api_key_roles',
     sql: KEY_ROLES,
     postgres: KEY_ROLES,
+  },
+  {
+    version: 13,
+    name: 'library_speculative',
+    sql: LIBRARY_SPECULATIVE,
+    postgres: LIBRARY_SPECULATIVE,
   },
 ];

@@ -97,6 +97,8 @@ export interface LibraryDeploymentsTable {
   failure_kind: 'missing_file' | 'load_error' | 'interrupted' | null;
   /** On how many replicas it runs; null: every replica. */
   replicas: Generated<number | null>;
+  /** Speculative decoding: null, off; "ngram:<k>" (migration 13). */
+  speculative: Generated<string | null>;
 }
 
 /** One row (id 1): the configuration version, bumped by triggers on every routing change (migration 9). */

@@ -7,6 +7,7 @@ import { CliError, usageError } from '../errors.js';
 import { createProgress } from '../progress.js';
 import { formatTable } from '../table.js';
 import { waitForDeployment } from './models.js';
+import { SPECULATIVE_PATTERN } from '../../llm/library/speculative.js';
 
 interface CatalogJson {
   models: Array<{ name: string; file: string; size_bytes: number; architecture: string; parameters: number; quantization: string; context_length: number | null; license: string | null; license_link: string | null }>;
@@ -24,6 +25,8 @@ export interface LibraryDeploymentJson {
   license: string | null;
   instance_type: string;
   threads: number | null;
+  /** Speculative decoding: "ngram:<k>", or null (absent from older hosts). */
+  speculative?: string | null;
   /** On how many replicas it runs; null: every replica. */
   placement: number | null;
   /** GET of one deployment: of the replicas it is placed on, how many have it loaded. */
@@ -112,13 +115,17 @@ export function registerLibraryCommands(program: Command, models: Command): void
     .option('--instance-type <type>', 'cpu or cuda', 'cpu')
     .option('--threads <n>', 'CPU threads (default: all cores)')
     .option('--replicas <n>', 'run on this many replicas of the host (default: every replica); the others forward its requests')
+    .option('--speculative <method:k>', 'speculative decoding: ngram:<k> verifies up to k tokens drafted from the request\'s own text per step (1-16)')
     .option('--wait', 'follow the load until the model is live')
-    .action(async (file: string, opts: { modelId: string; name?: string; instanceType: string; threads?: string; replicas?: string; wait?: boolean }) => {
+    .action(async (file: string, opts: { modelId: string; name?: string; instanceType: string; threads?: string; replicas?: string; speculative?: string; wait?: boolean }) => {
       if (!isInstanceType(opts.instanceType)) throw usageError('--instance-type must be cpu or cuda');
       if (opts.name !== undefined && opts.name.trim() === '') throw usageError('--name must not be empty');
       const client = clientFromEnv();
       const n = threads(opts.threads);
       const replicas = positive('--replicas', opts.replicas);
+      if (opts.speculative !== undefined && !new RegExp(SPECULATIVE_PATTERN).test(opts.speculative)) {
+        throw usageError('--speculative must be ngram:<k> with k from 1 to 16 (prompt lookup); a draft model is not offered yet');
+      }
       const dep = await client.request<LibraryDeploymentJson>('POST', '/api/v1/library/deployments', {
         body: {
           file,
@@ -127,6 +134,7 @@ export function registerLibraryCommands(program: Command, models: Command): void
           instance_type: opts.instanceType,
           ...(n !== undefined ? { threads: n } : {}),
           ...(replicas !== undefined ? { replicas } : {}),
+          ...(opts.speculative !== undefined ? { speculative: opts.speculative } : {}),
         },
       });
       process.stdout.write(`${dep.model_id}\n`);
@@ -148,7 +156,7 @@ export function registerLibraryCommands(program: Command, models: Command): void
         d.name,
         d.file,
         d.general_name ?? '-',
-        `${d.instance_type}${d.threads !== null ? `/${d.threads}` : ''}`,
+        `${d.instance_type}${d.threads !== null ? `/${d.threads}` : ''}${d.speculative ? `, ${d.speculative}` : ''}`,
         d.status + (d.reason ? `: ${d.reason}` : ''),
       ]);
       process.stdout.write(formatTable(['MODEL ID', 'NAME', 'FILE', 'GENERAL NAME', 'INSTANCE', 'STATUS'], rows));

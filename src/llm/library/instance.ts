@@ -22,6 +22,8 @@ export interface InstanceOptions {
   maxRunningSequences?: number;
   maxQueued?: number;
   kvCacheBytes?: number;
+  /** Prompt-lookup draft tokens verified per decoding step (0: no speculative decoding). */
+  speculativeTokens?: number;
 }
 
 export class LlmInstance {

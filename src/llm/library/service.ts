@@ -17,6 +17,7 @@ import { LIBRARY_PROJECT } from '../../models/names.js';
 import { fileStem, findInCatalog, generalNameOf, listCatalog } from './catalog.js';
 import type { InstanceType } from '../../native/surface.js';
 import { LlmInstance, ModelFileMissingError, type InstanceOptions } from './instance.js';
+import { speculativeTokens } from './speculative.js';
 import { holdsLibraryModel, libraryLoadId, type ReplicaRecord } from '../../cluster/replicas.js';
 import { placement } from '../../cluster/placement.js';
 
@@ -48,6 +49,8 @@ export interface LibraryDeployment {
   failureKind: LibraryFailureKind | null;
   /** On how many replicas it runs; null: on every replica. */
   replicas: number | null;
+  /** Speculative decoding: "ngram:<k>" (speculative.ts), or null for none. */
+  speculative: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -66,6 +69,7 @@ const toRecord = (r: Row): LibraryDeployment => ({
   reason: r.reason,
   failureKind: r.failure_kind,
   replicas: r.replicas ?? null,
+  speculative: r.speculative ?? null,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -238,6 +242,7 @@ export class LibraryService {
     replicas: number | null = null,
     name: string | null = null,
     sourceParam = 'name',
+    speculative: string | null = null,
   ): Promise<LibraryDeployment> {
     this.checkInstanceType(instanceType);
     if (name !== null) checkDeploymentName(name);
@@ -257,6 +262,7 @@ export class LibraryService {
       reason: null,
       failure_kind: null,
       replicas,
+      speculative,
       created_at: now,
       updated_at: now,
     };
@@ -331,7 +337,7 @@ export class LibraryService {
     const task = (async () => {
       let next: LlmInstance | undefined;
       try {
-        next = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType, threads, ...this.options.engine });
+        next = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType, threads, speculativeTokens: speculativeTokens(dep.speculative), ...this.options.engine });
         const updated = await this.db
           .updateTable('library_deployments')
           .set({ instance_type: instanceType, threads, updated_at: this.clock() })
@@ -574,7 +580,12 @@ export class LibraryService {
         dep = await this.find(modelId);
         if (!dep) return;
         if (dep.status === 'PENDING') await this.setStatus(modelId, 'DEPLOYING', null, ['PENDING']);
-        instance = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType: dep.instanceType, threads: dep.threads, ...this.options.engine });
+        instance = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), {
+          instanceType: dep.instanceType,
+          threads: dep.threads,
+          speculativeTokens: speculativeTokens(dep.speculative),
+          ...this.options.engine,
+        });
         // On its own the service makes it LIVE now; in a replica, once every replica it is placed on has it.
         const current = await this.find(modelId);
         const recorded = current?.createdAt === dep.createdAt && (this.cluster ? true : await this.setStatus(modelId, 'LIVE'));

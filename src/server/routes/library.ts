@@ -11,6 +11,7 @@ import { LIBRARY_PROJECT, MODEL_ID_PATTERN } from '../../models/names.js';
 import { listOf, modelParams, replicaCountSchema, responses } from '../schemas.js';
 import { holdsLibraryModel, type ReplicaDirectory } from '../../cluster/replicas.js';
 import { invalidArgument } from '../../errors.js';
+import { MAX_SPECULATIVE_TOKENS, SPECULATIVE_PATTERN } from '../../llm/library/speculative.js';
 
 const deploymentSchema = {
   type: 'object',
@@ -23,6 +24,7 @@ const deploymentSchema = {
     'license_link',
     'instance_type',
     'threads',
+    'speculative',
     'placement',
     'pending_instance_type',
     'last_instance_error',
@@ -42,6 +44,8 @@ const deploymentSchema = {
     license_link: { type: ['string', 'null'] },
     instance_type: { type: 'string' },
     threads: { type: ['integer', 'null'] },
+    // Speculative decoding: "ngram:<k>" (prompt lookup), or null.
+    speculative: { type: ['string', 'null'] },
     // On how many replicas it runs; null: every replica.
     placement: { type: ['integer', 'null'] },
     pending_instance_type: { type: ['string', 'null'] },
@@ -102,6 +106,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
     license_link: d.licenseLink,
     instance_type: d.instanceType,
     threads: d.threads,
+    speculative: d.speculative,
     placement: d.replicas,
     pending_instance_type: library.pendingInstance.get(d.modelId) ?? null,
     last_instance_error: library.instanceErrors.get(d.modelId) ?? null,
@@ -143,7 +148,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
     },
   );
 
-  app.post<{ Body: { file?: string; name?: string; model_id: string; instance_type?: InstanceType; threads?: number; replicas?: number } }>(
+  app.post<{ Body: { file?: string; name?: string; model_id: string; instance_type?: InstanceType; threads?: number; replicas?: number; speculative?: string } }>(
     '/api/v1/library/deployments',
     {
       // Library models are made in project "library".
@@ -166,17 +171,31 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
             ...instanceSchema,
             // Each replica runs its own engine; the others forward the model's requests.
             replicas: { type: 'integer', minimum: 1, maximum: 1000, description: 'On how many replicas of the host it runs (default: every replica)' },
+            speculative: {
+              type: 'string',
+              pattern: SPECULATIVE_PATTERN,
+              description: `Speculative decoding by prompt lookup: "ngram:<k>" verifies up to k (1 to ${MAX_SPECULATIVE_TOKENS}) tokens drafted from the request's own text at each step; the output is unchanged (default: off)`,
+            },
           },
         },
         response: responses({ 202: deploymentSchema }),
       },
     },
     async (request, reply) => {
-      const { file, name, model_id, instance_type = 'cpu', threads, replicas: count } = request.body;
+      const { file, name, model_id, instance_type = 'cpu', threads, replicas: count, speculative } = request.body;
       // Without "file", "name" names the file (the form older clients send) and the name is the default.
       const source = file ?? name;
       if (source === undefined) throw invalidArgument('"file" is required: the GGUF file of MODELS_DIR to deploy (see GET /api/v1/library)', 'file');
-      const dep = await library.deploy(source, model_id, instance_type, threads ?? null, count ?? null, file !== undefined ? (name ?? null) : null, file !== undefined ? 'file' : 'name');
+      const dep = await library.deploy(
+        source,
+        model_id,
+        instance_type,
+        threads ?? null,
+        count ?? null,
+        file !== undefined ? (name ?? null) : null,
+        file !== undefined ? 'file' : 'name',
+        speculative ?? null,
+      );
       reply.code(202);
       return json(dep, (await library.generalNames([dep])).get(dep.modelId) ?? null);
     },
