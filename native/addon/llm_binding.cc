@@ -6,6 +6,7 @@
 //   llmLoadModel(path, options, onEvents) -> Promise<handle>   (parsing + mapping off-thread)
 //   llmGenerate(handle, tokens, options) -> id                 (throws {code} when refused)
 //   llmLogits(handle, tokens, allPositions) -> id              (result arrives as a 'logits' event)
+//   llmEmbed(handle, tokens) -> id                             (last-token pooling: an 'embedding' event)
 //   llmCancel(handle, id), llmStats(handle), llmModelInfo(handle)
 //   llmUnload(handle) -> Promise<void>                         (cancels all, joins the thread)
 //   llmSetTokenBytes(handle, bytes, offsets)                    (the vocabulary's bytes, for grammars)
@@ -140,7 +141,7 @@ Napi::Value event_to_js(const Napi::Env& env, Event& ev) {
     }
     return o;
   }
-  o.Set("type", ev.type == Event::Type::kLogits ? "logits" : "done");
+  o.Set("type", ev.type == Event::Type::kLogits ? "logits" : ev.type == Event::Type::kEmbedding ? "embedding" : "done");
   o.Set("finishReason", llm::finish_reason_name(ev.reason));
   if (!ev.error.empty()) o.Set("error", ev.error);
   o.Set("promptTokens", Napi::Number::New(env, static_cast<double>(ev.prompt_tokens)));
@@ -149,6 +150,11 @@ Napi::Value event_to_js(const Napi::Env& env, Event& ev) {
   o.Set("queuedMs", ev.queued_ms);
   o.Set("prefillMs", ev.prefill_ms);
   o.Set("decodeMs", ev.decode_ms);
+  if (ev.type == Event::Type::kEmbedding) {
+    Napi::Float32Array a = Napi::Float32Array::New(env, ev.embedding.size());
+    std::copy(ev.embedding.begin(), ev.embedding.end(), a.Data());
+    o.Set("embedding", a);
+  }
   if (ev.type == Event::Type::kLogits) {
     Napi::Float32Array a = Napi::Float32Array::New(env, ev.logits.size());
     std::copy(ev.logits.begin(), ev.logits.end(), a.Data());
@@ -339,6 +345,17 @@ Napi::Value Logits(const Napi::CallbackInfo& info) {
   return submit(info, "llmLogits", std::move(req));
 }
 
+Napi::Value Embed(const Napi::CallbackInfo& info) {
+  ArgReader r(info, "llmEmbed");
+  r.expect_count(2, 2, "handle, tokens");
+  get_handle(r, info);
+  llm::GenerateRequest req;
+  req.prompt = r.token_ids(1, "tokens");
+  req.logits_only = true;
+  req.embed = true;
+  return submit(info, "llmEmbed", std::move(req));
+}
+
 Napi::Value Cancel(const Napi::CallbackInfo& info) {
   ArgReader r(info, "llmCancel");
   r.expect_count(2, 2, "handle, id");
@@ -506,6 +523,7 @@ void register_llm(Napi::Env env, Napi::Object exports) {
   exports.Set("llmLoadModel", Napi::Function::New(env, LoadModel, "llmLoadModel"));
   exports.Set("llmGenerate", Napi::Function::New(env, Generate, "llmGenerate"));
   exports.Set("llmLogits", Napi::Function::New(env, Logits, "llmLogits"));
+  exports.Set("llmEmbed", Napi::Function::New(env, Embed, "llmEmbed"));
   exports.Set("llmCancel", Napi::Function::New(env, Cancel, "llmCancel"));
   exports.Set("llmStats", Napi::Function::New(env, Stats, "llmStats"));
   exports.Set("llmModelInfo", Napi::Function::New(env, ModelInfo, "llmModelInfo"));

@@ -151,6 +151,9 @@ class Backend {
   virtual void output(const float* xn, float* logits) = 0;
   // After the step: the logits rows in host memory (a copy for a device).
   virtual const float* host_logits() = 0;
+  // After the step: the logits rows' hidden states after the output norm ([n_logits][dim], the
+  // rows kXb holds then), in host memory: an embedding request's last-token pooling reads them.
+  virtual const float* host_hidden() = 0;
   // Waits for queued work (device backends); the stage profiler calls it between stages.
   virtual void synchronize() {}
 

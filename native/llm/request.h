@@ -19,6 +19,8 @@ struct GenerateRequest {
   SamplingParams sampling;
   bool logits_only = false;  // run the prompt, return logits, generate nothing
   bool all_logits = false;   // logits_only: every position, not just the last
+  bool embed = false;        // logits_only: the last position's hidden state after the output norm,
+                             // L2-normalized (last-token pooling), instead of its logits
   GrammarConstraint grammar; // grammar.grammar set: the output must match it (grammar_matcher.h)
   std::string cache_salt;    // prefix caching: only requests with the same salt share cached blocks
   int32_t logprobs = -1;     // >= 0: each token event carries its log-probability and this many alternatives
@@ -44,7 +46,7 @@ inline const char* finish_reason_name(FinishReason r) {
 }
 
 struct Event {
-  enum class Type { kToken, kDone, kLogits };
+  enum class Type { kToken, kDone, kLogits, kEmbedding };
   Type type = Type::kToken;
   uint64_t id = 0;
   int32_t token = -1;
@@ -55,6 +57,7 @@ struct Event {
   int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
   double queued_ms = 0, prefill_ms = 0, decode_ms = 0;
   std::vector<float> logits;  // kLogits: [positions][vocab]
+  std::vector<float> embedding;  // kEmbedding: [dim], unit length
   bool has_logprobs = false;  // kToken of a request that asked for them
   TokenLogprobs logprobs;
 };

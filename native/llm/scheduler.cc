@@ -2,6 +2,7 @@
 #include "scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -103,8 +104,9 @@ void Scheduler::finish(Sequence& s, FinishReason reason, std::vector<Event>& eve
   e.prefill_ms = admitted ? ms_between(s.t_admit, started ? s.t_first : now) : 0.0;
   e.decode_ms = started ? ms_between(s.t_first, now) : 0.0;
   if (s.req.logits_only && reason == FinishReason::kStop) {
-    e.type = Event::Type::kLogits;
+    e.type = s.req.embed ? Event::Type::kEmbedding : Event::Type::kLogits;
     e.logits = std::move(s.logits);
+    e.embedding = std::move(s.embedding);
   }
   events.push_back(std::move(e));
   by_id_.erase(s.id);
@@ -286,6 +288,17 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
       // A drafting sequence publishes after its accepted tokens are in `generated` (below).
       if (kv_.prefix_caching() && !s.done && s.drafted == 0) publish_full_blocks(s);
       if (s.prefilling() || s.done) continue;  // more prompt to go
+      if (s.req.embed) {
+        // Last-token pooling: the prompt's last position, normalized to unit length.
+        const float* h = out.hidden + step.first_logit[i] * c.dim;
+        double norm = 0.0;
+        for (int64_t d = 0; d < c.dim; ++d) norm += static_cast<double>(h[d]) * h[d];
+        const double scale = norm > 0.0 ? 1.0 / std::sqrt(norm) : 0.0;
+        s.embedding.resize(static_cast<size_t>(c.dim));
+        for (int64_t d = 0; d < c.dim; ++d) s.embedding[d] = static_cast<float>(h[d] * scale);
+        finish(s, FinishReason::kStop, events);
+        continue;
+      }
       if (s.req.logits_only) {
         if (!e.all_logits) s.logits.assign(first, first + c.vocab);
         finish(s, FinishReason::kStop, events);

@@ -58,6 +58,7 @@ struct Sequence {
   int64_t n_past = 0;           // positions written to the KV cache
   std::vector<int32_t> generated;
   std::vector<float> logits;    // logits_only + all_logits: rows gathered across chunks
+  std::vector<float> embedding; // an embed request's pooled, normalized hidden state ([dim])
   std::vector<int32_t> feed;    // a drafting step's tokens: the last generated one, then the draft
   int64_t drafted = 0;          // draft tokens in this step's feed
   int32_t draft_misses = 0;     // drafts in a row that were wholly rejected...
@@ -97,6 +98,7 @@ struct StepOutput {
   std::vector<std::vector<int32_t>> tokens;
   std::vector<std::vector<TokenLogprobs>> logprobs;  // [entries][tokens], for the requests that asked
   const float* logits = nullptr;  // the step's logits rows in host memory ([rows][vocab]), if read
+  const float* hidden = nullptr;  // their hidden states after the output norm ([rows][dim]), if read
   std::string error;              // non-empty: the step failed and every sequence in it ends
 };
 

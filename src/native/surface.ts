@@ -218,7 +218,7 @@ export interface NativeTokenEvent {
 
 export interface NativeFinishEvent {
   id: number;
-  type: 'done' | 'logits';
+  type: 'done' | 'logits' | 'embedding';
   finishReason: 'stop' | 'length' | 'cancelled' | 'error';
   error?: string;
   promptTokens: number;
@@ -230,6 +230,8 @@ export interface NativeFinishEvent {
   decodeMs: number;
   /** 'logits' events: [positions][vocab]. */
   logits?: Float32Array;
+  /** 'embedding' events: [embeddingLength], unit length. */
+  embedding?: Float32Array;
 }
 
 export type NativeLlmEvent = NativeTokenEvent | NativeFinishEvent;
@@ -291,6 +293,8 @@ export interface LlmExports {
   llmGenerate(handle: NativeModelHandle, tokens: Int32Array | number[], options?: NativeGenerateOptions): number;
   /** Queues a logits request; the result arrives as a 'logits' event. */
   llmLogits(handle: NativeModelHandle, tokens: Int32Array | number[], allPositions?: boolean): number;
+  /** Queues an embedding request (the last position's hidden state after the output norm, normalized); the result arrives as an 'embedding' event. */
+  llmEmbed(handle: NativeModelHandle, tokens: Int32Array | number[]): number;
   llmCancel(handle: NativeModelHandle, id: number): void;
   llmStats(handle: NativeModelHandle): NativeStats;
   llmModelInfo(handle: NativeModelHandle): NativeModelInfo;

@@ -72,12 +72,17 @@ function rope(x: Float64Array, heads: number, headDim: number, pos: number, base
 
 /** Logits for every position of `tokens` (one Float64Array of nVocab per position). */
 export function referenceLogits(cfg: ReferenceConfig, w: Weights, tokens: readonly number[]): Float64Array[] {
-  const { nEmbd, nHead, nHeadKv, nFf, nVocab } = cfg;
+  const out = w.get('output.weight') ?? get(w, 'token_embd.weight');
+  return referenceHidden(cfg, w, tokens).map((h) => matvec(out, h, cfg.nVocab));
+}
+
+/** The hidden state after the output norm at every position of `tokens` (one Float64Array of nEmbd each). */
+export function referenceHidden(cfg: ReferenceConfig, w: Weights, tokens: readonly number[]): Float64Array[] {
+  const { nEmbd, nHead, nHeadKv, nFf } = cfg;
   const hd = nEmbd / nHead;
   const kvd = nHeadKv * hd;
   const group = nHead / nHeadKv;
   const embd = get(w, 'token_embd.weight');
-  const out = w.get('output.weight') ?? embd;
   const keys: Float64Array[][] = Array.from({ length: cfg.nLayer }, () => []);
   const values: Float64Array[][] = Array.from({ length: cfg.nLayer }, () => []);
   const result: Float64Array[] = [];
@@ -122,7 +127,7 @@ export function referenceLogits(cfg: ReferenceConfig, w: Weights, tokens: readon
       const down = matvec(get(w, p + 'ffn_down.weight'), hidden, nEmbd);
       x = x.map((v2, i) => v2 + down[i]!);
     }
-    result.push(matvec(out, rmsnorm(x, get(w, 'output_norm.weight'), cfg.rmsEps), nVocab));
+    result.push(rmsnorm(x, get(w, 'output_norm.weight'), cfg.rmsEps));
   });
   return result;
 }

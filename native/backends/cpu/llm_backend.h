@@ -46,6 +46,7 @@ class CpuBackend final : public Backend {
   void gate_up_silu(const LayerWeights& l, const float* x, float* h) override;
   void output(const float* xn, float* logits) override;
   const float* host_logits() override { return buf_[kLogits].data(); }
+  const float* host_hidden() override { return buf_[kXb].data(); }
 
   int threads() const { return mm_.threads; }
   SimdLevel simd_level() const { return mm_.level; }

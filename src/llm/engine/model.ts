@@ -264,6 +264,27 @@ export class LlmModel {
     });
   }
 
+  /**
+   * Embeds the tokens by last-token pooling, as decoder embedding models (e5-mistral, gte-Qwen2)
+   * are used: the last position's hidden state after the model's output norm, L2-normalized
+   * (Float32Array of embeddingLength). Goes through the same scheduler as generate().
+   */
+  embed(tokens: number[] | Int32Array): Promise<Float32Array> {
+    const h = this.live();
+    let id: number;
+    try {
+      id = this.addon.llmEmbed(h, tokens);
+    } catch (error) {
+      return Promise.reject(fromNative(error));
+    }
+    return new Promise<Float32Array>((resolve, reject) => {
+      this.listeners.set(id, (e) => {
+        if (e.type === 'embedding' && e.embedding) resolve(e.embedding);
+        else if (e.type !== 'token') reject(new LlmEngineError(e.finishReason === 'cancelled' ? 'unloaded' : 'engine', e.error ?? `embedding request ${e.finishReason}`));
+      });
+    });
+  }
+
   /** Whether the vocabulary's bytes have been given (setTokenBytes), which grammars need. */
   get hasTokenBytes(): boolean {
     return this.tokenBytesSet;

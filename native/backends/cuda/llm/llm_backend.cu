@@ -262,6 +262,13 @@ class CudaBackend final : public Backend {
     return host_logits_.get<float>();
   }
 
+  const float* host_hidden() override {
+    const size_t bytes = sizeof(float) * static_cast<size_t>(n_logits_ * cfg_.dim);
+    PLATFORM_CUDA_CHECK(cudaMemcpyAsync(host_hidden_.get<float>(), buffers_[kXb], bytes, cudaMemcpyDeviceToHost, stream_));
+    PLATFORM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return host_hidden_.get<float>();
+  }
+
   void synchronize() override {
     if (capturing_) return;  // nothing runs while a graph is being captured
     PLATFORM_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -499,6 +506,7 @@ class CudaBackend final : public Backend {
     sample_ws_ = Workspace{workspace_.get() + mm + at, sm};
 
     host_logits_.allocate(sizeof(float) * static_cast<size_t>(cap_tokens_ * c.vocab));
+    host_hidden_.allocate(sizeof(float) * static_cast<size_t>(cap_tokens_ * c.dim));
     host_sample_.allocate(sizeof(SampleParams) * static_cast<size_t>(cap_tokens_));
     host_sampled_.allocate(sizeof(int32_t) * static_cast<size_t>(cap_tokens_));
     penalty_capacity_ = 4096;
@@ -513,7 +521,7 @@ class CudaBackend final : public Backend {
   ModelConfig cfg_;
   ModelWeights dev_;
   DeviceBuffer weights_, kv_storage_, activations_, tables_, workspace_, penalties_, masks_;
-  PinnedBuffer host_tables_, host_logits_, host_sample_, host_sampled_, host_penalties_, host_masks_;
+  PinnedBuffer host_tables_, host_logits_, host_hidden_, host_sample_, host_sampled_, host_penalties_, host_masks_;
   size_t mask_capacity_ = 0;  // words of masks_ and host_masks_
   KvLayout kv_;
   float* base_buffers_[kBufferCount] = {};  // each buffer's own allocation
