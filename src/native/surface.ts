@@ -442,6 +442,7 @@ export const NATIVE_EXPORTS = [
   'llmLoadModel',
   'llmGenerate',
   'llmLogits',
+  'llmEmbed',
   'llmCancel',
   'llmStats',
   'llmModelInfo',
