@@ -103,6 +103,7 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
       reason: null,
       failureKind: null,
       replicas: null,
+      speculative: null,
       createdAt: T0,
       updatedAt: T0,
     };
