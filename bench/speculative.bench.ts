@@ -11,8 +11,10 @@
 //     by reading 600 MB of weights: its "markov" variant (llm-model.ts) writes the same text again
 //     from a token it has seen, so on the repeat workload every draft is right (the most drafting
 //     can give at this shape); the random one never copies (fresh: drafts are rarely proposed).
-// Each engine serves the same requests, `concurrency` at a time; runs alternate (plain, drafting,
-// plain, drafting) and the median of the rounds counts. The table counts the answers identical
+// Drafting runs twice: with the adaptive draft length (the default: as many tokens as the engine's
+// measured step costs repay) and drafting every proposal at full length (speculativeAdaptive:
+// false). Each engine serves the same requests, `concurrency` at a time; runs alternate (plain,
+// adaptive, every proposal, plain, ...) and the median of the rounds counts. The table counts the answers identical
 // token for token to plain decoding's, beside how many of plain decoding's own answers repeat from
 // one round to the next: with several sequences in a step, which kernel a matrix product takes
 // depends on the step's token count, and on a random-weight model with near-tied logits that alone
@@ -68,10 +70,10 @@ async function serve(model: LlmModel, prompts: number[][], concurrency: number, 
 
 interface Row extends Record<string, string | number> {}
 
-async function compare(name: string, plain: LlmModel, drafting: LlmModel, prompts: number[][], concurrency: number, maxTokens: number, rounds: number): Promise<Row> {
-  const plainMs: number[] = [];
-  const draftMs: number[] = [];
-  const before = drafting.stats();
+/** Plain decoding against the adaptive draft length (the default) and drafting every proposal at full length. */
+async function compare(name: string, plain: LlmModel, adaptive: LlmModel, always: LlmModel, prompts: number[][], concurrency: number, maxTokens: number, rounds: number): Promise<Row> {
+  const ms = { plain: [] as number[], adaptive: [] as number[], always: [] as number[] };
+  const before = { adaptive: adaptive.stats(), always: always.stats() };
   let generated = 0;
   let same = 0;
   let repeated = 0;
@@ -79,27 +81,33 @@ async function compare(name: string, plain: LlmModel, drafting: LlmModel, prompt
   const equal = (x: number[], y: number[]) => x.length === y.length && x.every((t, i) => t === y[i]);
   for (let r = 0; r < rounds; r++) {
     const a = await serve(plain, prompts, concurrency, maxTokens);
-    const b = await serve(drafting, prompts, concurrency, maxTokens);
-    same += a.answers.filter((x, i) => equal(x, b.answers[i]!)).length;
+    const b = await serve(adaptive, prompts, concurrency, maxTokens);
+    const c = await serve(always, prompts, concurrency, maxTokens);
+    same += a.answers.filter((x, i) => equal(x, b.answers[i]!) && equal(x, c.answers[i]!)).length;
     if (previous) repeated += a.answers.filter((x, i) => equal(x, previous![i]!)).length;
     previous = a.answers;
-    plainMs.push(a.wallMs);
-    draftMs.push(b.wallMs);
+    ms.plain.push(a.wallMs);
+    ms.adaptive.push(b.wallMs);
+    ms.always.push(c.wallMs);
     generated = a.generated;
   }
-  const after = drafting.stats();
-  const drafted = after.draftTokens - before.draftTokens;
-  const accepted = after.acceptedTokens - before.acceptedTokens;
-  const plainRate = (generated * 1000) / median(plainMs);
-  const draftRate = (generated * 1000) / median(draftMs);
+  const rate = (xs: number[]) => (generated * 1000) / median(xs);
+  const counts = (m: LlmModel, s0: { draftTokens: number; acceptedTokens: number }) => {
+    const s = m.stats();
+    return { drafted: s.draftTokens - s0.draftTokens, accepted: s.acceptedTokens - s0.acceptedTokens };
+  };
+  const ad = counts(adaptive, before.adaptive);
+  const al = counts(always, before.always);
   return {
     workload: name,
     concurrency,
-    'plain tok/s': plainRate,
-    'drafting tok/s': draftRate,
-    ratio: draftRate / plainRate,
-    'drafted / step': drafted / rounds / Math.max(1, generated - accepted / rounds),
-    'accepted %': drafted > 0 ? (100 * accepted) / drafted : 0,
+    'plain tok/s': rate(ms.plain),
+    'adaptive tok/s': rate(ms.adaptive),
+    'adaptive ratio': rate(ms.adaptive) / rate(ms.plain),
+    'adaptive drafted/accepted': `${Math.round(ad.drafted / rounds)}/${Math.round(ad.accepted / rounds)}`,
+    'every proposal tok/s': rate(ms.always),
+    'every proposal ratio': rate(ms.always) / rate(ms.plain),
+    'every proposal drafted/accepted': `${Math.round(al.drafted / rounds)}/${Math.round(al.accepted / rounds)}`,
     'identical to plain': `${same}/${rounds * prompts.length}`,
     'plain repeats itself': rounds > 1 ? `${repeated}/${(rounds - 1) * prompts.length}` : '-',
   };
@@ -116,6 +124,7 @@ export default async function speculativeBench(): Promise<void> {
   if (fs.existsSync(STORIES)) {
     const plain = await loadModel(STORIES, options);
     const drafting = await loadModel(STORIES, { ...options, speculativeTokens: k });
+    const always = await loadModel(STORIES, { ...options, speculativeTokens: k, speculativeAdaptive: false });
     try {
       // Openings: BOS and three tokens of the vocabulary's words; each model writes its own story.
       const openings = Array.from({ length: 8 }, (_, i) => [1, ...tokens(40 + i, 3, 300, 200)]);
@@ -123,12 +132,11 @@ export default async function speculativeBench(): Promise<void> {
       // Repeat: the story, then BOS and its first ten tokens: the model tells it again.
       const repeat = stories.map((s, i) => [...openings[i]!, ...s, 1, ...openings[i]!.slice(1), ...s.slice(0, 10)]);
       for (const c of [1, 4]) {
-        rows.push({ model: 'stories260K', ...(await compare('repeat', plain, drafting, repeat, c, maxTokens, rounds)) });
-        rows.push({ model: 'stories260K', ...(await compare('fresh', plain, drafting, openings, c, maxTokens, rounds)) });
+        rows.push({ model: 'stories260K', ...(await compare('repeat', plain, drafting, always, repeat, c, maxTokens, rounds)) });
+        rows.push({ model: 'stories260K', ...(await compare('fresh', plain, drafting, always, openings, c, maxTokens, rounds)) });
       }
     } finally {
-      await plain.unload();
-      await drafting.unload();
+      await Promise.all([plain.unload(), drafting.unload(), always.unload()]);
     }
   } else {
     console.log(`${STORIES} not found: the trained model's rows are skipped`);
@@ -139,6 +147,7 @@ export default async function speculativeBench(): Promise<void> {
     const file = await ensureBenchModel('Q4_K', (s) => console.log(s), variant);
     const plain = await loadModel(file, { ...options, contextLength: 1024 });
     const drafting = await loadModel(file, { ...options, contextLength: 1024, speculativeTokens: k });
+    const always = await loadModel(file, { ...options, contextLength: 1024, speculativeTokens: k, speculativeAdaptive: false });
     try {
       const tinyTokens = Math.min(maxTokens, 48);
       const starts = Array.from({ length: 4 }, (_, i) => tokens(70 + i, 1));
@@ -153,10 +162,9 @@ export default async function speculativeBench(): Promise<void> {
         prompts = starts.map((x, i) => [1, ...x, ...tokens(90 + i, 120)]);
         name = 'fresh';
       }
-      for (const c of [1, 4]) rows.push({ model: `TinyLlama-shaped Q4_K, ${variant}`, ...(await compare(name, plain, drafting, prompts, c, tinyTokens, rounds)) });
+      for (const c of [1, 4]) rows.push({ model: `TinyLlama-shaped Q4_K, ${variant}`, ...(await compare(name, plain, drafting, always, prompts, c, tinyTokens, rounds)) });
     } finally {
-      await plain.unload();
-      await drafting.unload();
+      await Promise.all([plain.unload(), drafting.unload(), always.unload()]);
     }
   }
 

@@ -35,7 +35,9 @@ beforeAll(async () => {
   writeGguf(file, tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128, nCtx: 512, seed: 3, name: 'tiny', weightScale: 0.1 }).spec);
   const options = { contextLength: 512, maxRunningSequences: 4, threads: 1 };
   plain = await loadModel(file, options);
-  drafting = await loadModel(file, { ...options, speculativeTokens: 4 });
+  // Every proposal at full length, so that these tests see the machinery at work whatever the
+  // machine's step timings (the adaptive policy is checked on its own below).
+  drafting = await loadModel(file, { ...options, speculativeTokens: 4, speculativeAdaptive: false });
   const tokenizer = Tokenizer.fromGguf(await readGguf(file));
   pieces = tokenizer.vocab.tokens.map((_, id) => (tokenizer.isEog(id) || id === tokenizer.bos ? new Uint8Array(0) : tokenizer.piece(id, true)));
 });
@@ -156,6 +158,26 @@ describe('speculative decoding by prompt lookup', () => {
     expect(drafting.stats().prefixCacheHits).toBeGreaterThan(0);
   });
 
+  it('with adaptive draft lengths (the default), still gives plain decoding\'s output', async () => {
+    const adaptive = await loadModel(file, { contextLength: 512, maxRunningSequences: 4, threads: 1, speculativeTokens: 4 });
+    try {
+      const prompts = repeatingPrompts(13, 8);
+      for (let i = 0; i < prompts.length; i += 4) {
+        const batch = prompts.slice(i, i + 4);
+        const [want, got] = await Promise.all([
+          Promise.all(batch.map((p) => run(plain, p, { maxTokens: 48, temperature: 0 }))),
+          Promise.all(batch.map((p) => run(adaptive, p, { maxTokens: 48, temperature: 0 }))),
+        ]);
+        batch.forEach((_, j) => expectSame(got[j]!, want[j]!, `prompt ${i + j}`));
+      }
+      // How much it drafts depends on this machine's step timings; it never accepts more than it drafts.
+      const s = adaptive.stats();
+      expect(s.acceptedTokens).toBeLessThanOrEqual(s.draftTokens);
+    } finally {
+      await adaptive.unload();
+    }
+  });
+
   it('does not draft for a request under a grammar, and its output is unchanged', async () => {
     // A grammar whose language is any run of lowercase letters and spaces: a constrained sequence never drafts.
     const lowercase = () => {
@@ -175,7 +197,7 @@ describe('speculative decoding by prompt lookup', () => {
   });
 
   it.skipIf(!fs.existsSync(STORIES))('accepts most drafts on a trained model asked to repeat a passage (stories260K fixture)', async () => {
-    const [a, b] = await Promise.all([loadModel(STORIES, { threads: 1 }), loadModel(STORIES, { threads: 1, speculativeTokens: 4 })]);
+    const [a, b] = await Promise.all([loadModel(STORIES, { threads: 1 }), loadModel(STORIES, { threads: 1, speculativeTokens: 4, speculativeAdaptive: false })]);
     try {
       // Greedy decoding from BOS, then that story as the prompt twice over: the model goes on retelling it.
       const story = (await run(a, [1], { maxTokens: 120, temperature: 0 })).tokens;
@@ -196,7 +218,10 @@ describe('speculative decoding through the host', () => {
   let token: string;
   let api: Api;
 
+  const adaptiveEnv = process.env['PLATFORM_SPECULATIVE_ADAPTIVE'];
   beforeAll(async () => {
+    // Every proposal drafted, so that the counters below do not hang on this machine's timings.
+    process.env['PLATFORM_SPECULATIVE_ADAPTIVE'] = '0';
     ({ host, token } = await libraryHost((dir) => {
       writeGguf(path.join(dir, 'loopy.gguf'), tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128, nCtx: 512, seed: 3, name: 'loopy', weightScale: 0.1 }).spec);
       return { plain: 'loopy.gguf' };
@@ -214,6 +239,8 @@ describe('speculative decoding through the host', () => {
   }, 60_000);
   afterAll(async () => {
     await host?.close();
+    if (adaptiveEnv === undefined) delete process.env['PLATFORM_SPECULATIVE_ADAPTIVE'];
+    else process.env['PLATFORM_SPECULATIVE_ADAPTIVE'] = adaptiveEnv;
   });
 
   const complete = async (model: string, prompt: string, extra: Record<string, unknown> = {}) => {

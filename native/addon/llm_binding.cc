@@ -233,6 +233,14 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   opt.block_size = static_cast<int32_t>(r.option(o, kBlockSize));
   opt.max_batch_tokens = static_cast<int32_t>(r.option(o, kMaxBatchTokens));
   opt.speculative_tokens = static_cast<int32_t>(r.option(o, kSpeculativeTokens));
+  // Adaptive draft lengths: on unless PLATFORM_SPECULATIVE_ADAPTIVE=0 or the option says otherwise.
+  const char* adaptive_env = std::getenv("PLATFORM_SPECULATIVE_ADAPTIVE");
+  opt.speculative_adaptive = !(adaptive_env != nullptr && std::string(adaptive_env) == "0");
+  const Napi::Value adaptive = o.Get("speculativeAdaptive");
+  if (!adaptive.IsUndefined()) {
+    if (!adaptive.IsBoolean()) r.type_error("options.speculativeAdaptive must be true or false");
+    opt.speculative_adaptive = adaptive.As<Napi::Boolean>().Value();
+  }
   opt.simd = r.simd_option(o);
   if (auto backend = r.option_choice(o, "backend", {"cpu", "cuda"})) opt.backend = *backend;
   // Prefix caching: on unless PLATFORM_PREFIX_CACHE=0 or the option says otherwise.

@@ -2,6 +2,7 @@
 // engine.h.
 #include "engine.h"
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -74,7 +75,11 @@ void Engine::loop() {
     emit();
     if (step.stopping) return;
     if (step.batch.empty()) continue;
+    const auto started = std::chrono::steady_clock::now();
     const StepOutput out = execute(step);
+    int64_t tokens = 0;
+    for (const BatchEntry& e : step.batch) tokens += e.n_tokens;
+    scheduler_->observe_step(tokens, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     scheduler_->update(step, out, events);
     emit();
   }

@@ -178,7 +178,7 @@ void Scheduler::publish_full_blocks(Sequence& s) {
   }
 }
 
-int64_t Scheduler::draft(Sequence& s, int64_t max_draft) {
+int64_t Scheduler::draft(Sequence& s, int64_t max_draft, int64_t step_tokens, double& emitted) {
   s.feed.assign(1, s.generated.back());
   // The step writes K/V at n_past .. n_past + drafted, within the sequence's limit, and emits at
   // most drafted + 1 tokens, within max_tokens.
@@ -186,8 +186,27 @@ int64_t Scheduler::draft(Sequence& s, int64_t max_draft) {
   const TokenHistory history{s.req.prompt.data(), static_cast<int64_t>(s.req.prompt.size()), s.generated.data(), static_cast<int64_t>(s.generated.size())};
   NgramDraftOptions opt;
   opt.max_tokens = options_.speculative_tokens;
-  s.drafted = propose_ngram_draft(history, opt, std::min(room, max_draft), s.feed);
-  return s.drafted;
+  const int64_t proposed = propose_ngram_draft(history, opt, std::min(room, max_draft), s.feed);
+  int64_t k = proposed;
+  if (options_.speculative_adaptive && proposed > 0) {
+    // The length whose expected tokens per unit of step time is best: more tokens emitted by the
+    // step (p + p^2 + ... + p^k on average) against its longer forward pass (step_cost.h).
+    const double p = (s.draft_hits + 1.0) / (s.draft_trials + 2.0);
+    double best = 1.02;  // a draft must gain 2% to be worth its risk
+    k = 0;
+    for (int64_t j = 1; j <= proposed; ++j) {
+      const double gain = (emitted + expected_accepted(p, j)) / emitted / step_cost_.ratio(step_tokens + j, step_tokens);
+      if (gain > best) best = gain, k = j;
+    }
+    if (k == 0) {  // not drafting: its record fades, so that a sequence whose text starts repeating tries again
+      s.draft_hits *= 0.97;
+      s.draft_trials *= 0.97;
+    }
+    emitted += expected_accepted(p, k);
+  }
+  s.feed.resize(static_cast<size_t>(1 + k));
+  s.drafted = k;
+  return k;
 }
 
 // Decoding sequences first (one token each, plus a draft to verify with speculative decoding, from
@@ -198,17 +217,18 @@ Schedule Scheduler::layout_step() {
   Schedule step;
   int64_t budget = options_.max_batch_tokens;
   for (auto& sp : running_) budget -= sp->prefilling() ? 0 : 1;
+  int64_t step_tokens = options_.max_batch_tokens - budget;  // the decoding sequences' tokens, then drafts
+  double emitted = static_cast<double>(step_tokens);          // the tokens the step is expected to emit
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.prefilling()) continue;
     BatchEntry e;
     e.pos0 = s.n_past;
     s.drafted = 0;
-    // Text that does not repeat itself makes every draft miss; each miss in a row doubles the pause
-    // before the next draft, so that verifying wrong guesses costs little.
-    if (s.draft_pause > 0) --s.draft_pause;
-    else if (options_.speculative_tokens > 0 && !s.matcher && budget > 0) {
-      budget -= draft(s, budget);
+    if (options_.speculative_tokens > 0 && !s.matcher && budget > 0) {
+      const int64_t drafted = draft(s, budget, step_tokens, emitted);
+      budget -= drafted;
+      step_tokens += drafted;
       e.tokens = s.feed.data();
       e.n_tokens = 1 + s.drafted;
       e.all_logits = s.drafted > 0;  // each drafted position's logits decide whether it is kept
@@ -282,8 +302,8 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
       if (s.drafted > 0) {
         draft_tokens_ += static_cast<uint64_t>(s.drafted);
         accepted_tokens_ += static_cast<uint64_t>(accepted);
-        s.draft_misses = accepted > 0 ? 0 : s.draft_misses + 1;
-        s.draft_pause = accepted > 0 ? 0 : 1 << std::min(s.draft_misses - 1, 4);
+        s.draft_hits = 0.8 * s.draft_hits + static_cast<double>(accepted);
+        s.draft_trials = 0.8 * s.draft_trials + static_cast<double>(accepted + (accepted < s.drafted ? 1 : 0));
       }
       // A drafting sequence publishes after its accepted tokens are in `generated` (below).
       if (kv_.prefix_caching() && !s.done && s.drafted == 0) publish_full_blocks(s);

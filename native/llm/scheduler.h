@@ -36,6 +36,7 @@
 #include "prompt_lookup.h"
 #include "request.h"
 #include "sampler.h"
+#include "step_cost.h"
 
 namespace platform::llm {
 
@@ -61,8 +62,9 @@ struct Sequence {
   std::vector<float> embedding; // an embed request's pooled, normalized hidden state ([dim])
   std::vector<int32_t> feed;    // a drafting step's tokens: the last generated one, then the draft
   int64_t drafted = 0;          // draft tokens in this step's feed
-  int32_t draft_misses = 0;     // drafts in a row that were wholly rejected...
-  int32_t draft_pause = 0;      // ...and the steps left before it drafts again (2^(misses-1), at most 16)
+  double draft_hits = 0.0;      // draft tokens accepted and drafted positions decided (accepted, plus
+  double draft_trials = 0.0;    // the first rejected one), recent ones weighing most: the chance
+                                // that a draft token is right, (hits + 1) / (trials + 2)
   std::unique_ptr<GrammarMatcher> matcher;  // a constrained sequence's grammar position
   std::vector<uint32_t> mask;   // its allowed tokens this step ([vocab / 32] words)
   std::atomic<bool> cancelled{false};
@@ -143,8 +145,16 @@ class Scheduler {
   Schedule layout_step();
   // Publishes the sequence's blocks that its last step filled (prefix caching).
   void publish_full_blocks(Sequence& s);
-  // Fills s.feed with the sequence's next token and up to max_draft drafted ones; returns the number drafted.
-  int64_t draft(Sequence& s, int64_t max_draft);
+  // Fills s.feed with the sequence's next token and up to max_draft drafted ones, as many as pay
+  // for themselves in a step of step_tokens tokens expected to emit `emitted` (adaptive); returns
+  // the number drafted.
+  int64_t draft(Sequence& s, int64_t max_draft, int64_t step_tokens, double& emitted);
+
+ public:
+  // The engine's thread: the last step of `tokens` tokens took `ms` (for the adaptive draft length).
+  void observe_step(int64_t tokens, double ms) { step_cost_.observe(tokens, ms); }
+
+ private:
 
   const ModelConfig& config_;
   const EngineOptions options_;
@@ -163,6 +173,7 @@ class Scheduler {
   std::atomic<int64_t> outstanding_{0};
   uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
   uint64_t draft_tokens_ = 0, accepted_tokens_ = 0;
+  StepCost step_cost_;  // engine's thread only
   std::atomic<uint64_t> generated_{0};
 };
 

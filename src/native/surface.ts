@@ -159,6 +159,12 @@ export interface NativeLoadOptions {
    * drafted from the sequence's own context (0, the default: off). The output is unchanged.
    */
   speculativeTokens?: number;
+  /**
+   * Draft only as many tokens as the engine's measured step costs repay, given how often the
+   * request's drafts were right (default: true unless PLATFORM_SPECULATIVE_ADAPTIVE=0); false
+   * drafts every proposal at full length.
+   */
+  speculativeAdaptive?: boolean;
 }
 
 /** llmGenerate options; absent fields take the engine's defaults (llmOptionLimits.generate). */
