@@ -19,6 +19,7 @@ import type { TestHost } from './helpers/in-process-host.js';
 import { libraryHost } from './helpers/library.js';
 import { spmVocab } from './helpers/llm-models.js';
 import { tempDir } from './helpers/paths.js';
+import { loadTestingAddon } from './helpers/testing-addon.js';
 
 const STORIES = path.resolve(process.env['PLATFORM_FIXTURES_DIR'] ?? '../shared/fixtures', 'stories260K.gguf');
 let file: string;
@@ -288,5 +289,50 @@ describe('speculative decoding through the host', () => {
       expect(res.status, String(speculative)).toBe(400);
       expect(JSON.stringify(res.body.error), String(speculative)).toMatch(/speculative/);
     }
+  });
+});
+
+describe('the parts of speculative decoding, alone (platform_testing.node)', () => {
+  const t = loadTestingAddon();
+  const opt = { maxTokens: 4, ngramMax: 3, ngramMin: 2 };
+
+  it('drafts what followed the latest earlier occurrence of the last 3, else 2, tokens', () => {
+    // "5 6 7" occurs twice before the end: the later one (followed by 20 21 22 23) wins.
+    expect(t.ngramDraft([1, 5, 6, 7, 8, 9, 10, 11, 5, 6, 7, 20, 21, 22, 23, 24], [3, 5, 6, 7], opt, 16)).toEqual([20, 21, 22, 23]);
+    // No 3-gram match: the 2-gram "6 9" is found, and the draft stops at the history's end.
+    expect(t.ngramDraft([1, 6, 9, 4, 2], [6, 9], opt, 16)).toEqual([4, 2, 6, 9]);
+    // Nothing to match (ngramMin 2): no draft, even though the last token occurred before.
+    expect(t.ngramDraft([1, 5, 6, 7], [8, 5], opt, 16)).toEqual([]);
+    // The limit and k bound it.
+    expect(t.ngramDraft([1, 5, 6, 7, 8, 9, 10], [5, 6], opt, 2)).toEqual([7, 8]);
+    expect(t.ngramDraft([1, 5, 6, 7, 8, 9, 10], [5, 6], { ...opt, maxTokens: 1 }, 16)).toEqual([7]);
+    expect(t.ngramDraft([1, 5, 6, 7, 8, 9, 10], [5, 6], opt, 0)).toEqual([]);
+  });
+
+  it('repeats a cycle shorter than the draft through the draft itself', () => {
+    // "a b a b": the latest earlier "a b" is two back, followed by "a b" and then the draft goes on cycling.
+    expect(t.ngramDraft([1, 7, 8, 7, 8], [], { ...opt, maxTokens: 5 }, 16)).toEqual([7, 8, 7, 8, 7]);
+    expect(t.ngramDraft([1, 4, 4, 4], [], { ...opt, maxTokens: 3 }, 16)).toEqual([4, 4, 4]);
+  });
+
+  it('prices a step of n tokens from the steps it saw, and guesses optimistically before', () => {
+    // Nothing seen: each extra token costs 5% of a one-token step.
+    expect(t.stepCostRatios([], [[5, 1]])[0]).toBeCloseTo(1.2, 10);
+    // Seen 1 (10 ms) and 5 (30 ms): 3 is interpolated (20 ms), 9 extrapolated with that slope (50 ms).
+    const [r3, r9, r51] = t.stepCostRatios([[1, 10], [5, 30]], [[3, 1], [9, 1], [5, 1]]);
+    expect(r3).toBeCloseTo(2, 10);
+    expect(r9).toBeCloseTo(5, 10);
+    expect(r51).toBeCloseTo(3, 10);
+    // Only 1 seen: the prior slope from it; a moving average of each size (weight 0.1 for a new step).
+    expect(t.stepCostRatios([[1, 10]], [[3, 1]])[0]).toBeCloseTo(1.1, 10);
+    expect(t.stepCostRatios([[1, 10], [2, 20], [2, 30]], [[2, 1]])[0]).toBeCloseTo(2.1, 10);
+    // Sizes outside 1..64 and negative times are ignored.
+    expect(t.stepCostRatios([[1, 10], [0, 99], [65, 99], [2, -1]], [[2, 1]])[0]).toBeCloseTo(1.05, 10);
+  });
+
+  it('expects p + p^2 + ... + p^k accepted tokens', () => {
+    expect(t.expectedAccepted(0.5, 3)).toBeCloseTo(0.875, 12);
+    expect(t.expectedAccepted(1, 4)).toBe(4);
+    expect(t.expectedAccepted(0.9, 0)).toBe(0);
   });
 });

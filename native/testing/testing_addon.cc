@@ -5,12 +5,14 @@
 
 #include "ggml_types_check.h"
 #include "llm_kernel_check.h"
+#include "speculative_check.h"
 
 namespace {
 
 Napi::Object InitTesting(Napi::Env env, Napi::Object exports) {
   platform::testing::register_llm_kernel_check(env, exports);
   platform::testing::register_ggml_types(env, exports);
+  platform::testing::register_speculative_check(env, exports);
   return exports;
 }
 
