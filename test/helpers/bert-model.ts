@@ -316,3 +316,60 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   for (let i = 0; i < b.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
   return m;
 }
+
+// ---------------------------------------------------------------- what the llama.cpp oracle records
+
+/** Strings for the WordPiece tokenizer, beside the shared TEXTS of scripts/oracle/record.mjs. */
+export const WORDPIECE_TEXTS = [
+  'Hello, World! Unbelievable tokenize embedding',
+  'The dogs were running happily; the cat slept.',
+  '[CLS] hello [SEP] world [UNK] [MASK] [PAD]',
+  '[cls] lowercase look-alikes [sep]',
+  '##ing ##s ▁hello ▁',
+  'CAFÉ Café café cafe\u0301 naïve NAÏVE',
+  'Ångström Øre ß straße İstanbul ı',
+  'e\u0301\u0301\u0301 a\u0308 o\u0323\u0302 n\u0303',
+  '中文测试 日本語 人人 中a文b',
+  '한국어 ᄒ ᄀ',
+  'Жизнь и прочее; αβγ λ π',
+  '🙂🙂 👍🏽 🙂x x🙂',
+  '   leading and trailing   ',
+  'tabs\tand\nnewlines\r\n\u00a0nbsp\u2003em\u3000ideographic',
+  'zero\u200bwidth\u200cnon\u200djoiner\ufeffbom',
+  'control\u0001\u0007\u001bchars\u007f\u0085',
+  '$5 + 3 = 8 < 9 > 7 ^ ~ ` | and ¥€£ © ® ™ ° ± ×',
+  '1234567890 3.14159 -42 1e-5 0x1F',
+  'a.b,c;d:e!f?g(h)i[j]k{l}m<n>o',
+  'def f(x):\n    return x * 2  # code',
+  'https://example.com/path?q=1&r=2 email@example.com',
+  'supercalifragilisticexpialidocious',
+  'x'.repeat(150),
+  'the the the the the the the the the the',
+  '',
+];
+
+/** Token inputs (with [CLS] ... [SEP]) whose llama.cpp embeddings are recorded. */
+export const EMBEDDING_ORACLE_INPUTS: number[][] = [
+  [CLS, 40, 41, 42, SEP],
+  [CLS, 100, SEP],
+  [CLS, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, SEP],
+  [CLS, SEP],
+];
+
+/** The models whose llama.cpp embeddings are recorded (F32: ggml's f16 GELU table is the main difference). */
+export const EMBEDDING_ORACLE_MODELS: Record<string, BertModelOptions> = {
+  'bert-mean': { arch: 'bert', nEmbd: 64, nLayer: 2, nHead: 4, nFf: 128, nCtx: 64, pooling: 'mean', seed: 21 },
+  'bert-cls': { arch: 'bert', nEmbd: 64, nLayer: 2, nHead: 4, nFf: 128, nCtx: 64, pooling: 'cls', seed: 22 },
+  'bert-last': { arch: 'bert', nEmbd: 64, nLayer: 2, nHead: 4, nFf: 128, nCtx: 64, pooling: 'last', seed: 23 },
+  'nomic-bert-mean': { arch: 'nomic-bert', nEmbd: 64, nLayer: 2, nHead: 4, nFf: 128, nCtx: 64, pooling: 'mean', seed: 24 },
+};
+
+/** A short hash of the test vocabulary, so recorded ids are known to belong to it. */
+export function wordPieceFingerprint(): string {
+  let h = 2166136261;
+  for (const ch of wordPieceVocab().tokens.join('\u0000')) {
+    h ^= ch.codePointAt(0)!;
+    h = Math.imul(h, 16777619) >>> 0;
+  }
+  return h.toString(16).padStart(8, '0');
+}
