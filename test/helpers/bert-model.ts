@@ -51,8 +51,9 @@ export interface WordPieceVocab {
   metadata: Record<string, GgufWriteValue>;
 }
 
-export function wordPieceVocab(): WordPieceVocab {
+export function wordPieceVocab(size?: number): WordPieceVocab {
   const tokens = wordPieceHfVocab().map(phantom);
+  for (let i = 0; size !== undefined && tokens.length < size; i++) tokens.push(`\u2581filler${i}`);
   const types = Int32Array.from(tokens, (_, i) => (i < SPECIALS.length ? 3 : 1));
   return {
     tokens,
@@ -88,7 +89,7 @@ export interface BertModelOptions {
   normEps?: number;
   ropeFreqBase?: number;
   name?: string;
-  /** Vocabulary size without a tokenizer (random-weight bench models); default the WordPiece test vocabulary. */
+  /** Pads the WordPiece test vocabulary with filler pieces to this size (BERT-base: 30522; bench models). */
   vocabSize?: number;
 }
 
@@ -113,8 +114,8 @@ export interface BertModel {
 
 export function bertModel(o: BertModelOptions): BertModel {
   const a = o.arch;
-  const vocab = o.vocabSize === undefined ? wordPieceVocab() : null;
-  const nVocab = vocab ? vocab.tokens.length : o.vocabSize!;
+  const vocab = wordPieceVocab(o.vocabSize);
+  const nVocab = vocab.tokens.length;
   const config: BertConfig = {
     arch: a,
     nEmbd: o.nEmbd,
@@ -183,14 +184,14 @@ export function bertModel(o: BertModelOptions): BertModel {
     [`${a}.attention.causal`]: false,
     [`${a}.pooling_type`]: gv.u32(POOLING_TYPE[config.pooling]),
     ...(a === 'nomic-bert' ? { [`${a}.rope.freq_base`]: gv.f32(config.ropeFreqBase) } : {}),
-    ...(vocab ? vocab.metadata : { 'tokenizer.ggml.token_type_count': gv.u32(2) }),
+    ...vocab.metadata,
   };
   return { spec: { metadata, tensors }, config, weights };
 }
 
 // ---------------------------------------------------------------- the f64 reference
 
-function layerNorm(x: Float64Array[], w: Float32Array, b: Float32Array, eps: number): Float64Array[] {
+function layerNorm(x: readonly Float64Array[], w: Float32Array, b: Float32Array, eps: number): Float64Array[] {
   return x.map((row) => {
     const n = row.length;
     let mean = 0;
@@ -245,11 +246,10 @@ export function referenceEmbedding(cfg: BertConfig, w: Map<string, Float32Array>
   };
   const d = cfg.nEmbd, n = tokens.length, hd = d / cfg.nHead;
   const tok = W('token_embd.weight'), types = W('token_types.weight');
-  let x = tokens.map((id, pos) => {
+  let x: Float64Array[] = tokens.map((id, pos) => {
     const row = new Float64Array(d);
     for (let i = 0; i < d; i++) {
-      row[i] = tok[id * d + i]! + types[i]!;
-      if (cfg.arch === 'bert') row[i] += W('position_embd.weight')[pos * d + i]!;
+      row[i] = tok[id * d + i]! + types[i]! + (cfg.arch === 'bert' ? W('position_embd.weight')[pos * d + i]! : 0);
     }
     return row;
   });
@@ -284,7 +284,8 @@ export function referenceEmbedding(cfg: BertConfig, w: Map<string, Float32Array>
         let sum = 0;
         for (let j = 0; j < n; j++) sum += s[j] = Math.exp(s[j]! - mx);
         for (let j = 0; j < n; j++) {
-          for (let e = 0; e < hd; e++) att[i]![h * hd + e] += (s[j]! / sum) * v[j]![h * hd + e]!;
+          const out = att[i]!;
+          for (let e = 0; e < hd; e++) out[h * hd + e] = out[h * hd + e]! + (s[j]! / sum) * v[j]![h * hd + e]!;
         }
       }
     }
@@ -303,7 +304,7 @@ export function referenceEmbedding(cfg: BertConfig, w: Map<string, Float32Array>
   }
   const rows = cfg.pooling === 'mean' ? x : cfg.pooling === 'cls' ? [x[0]!] : [x[n - 1]!];
   const pooled = new Float64Array(d);
-  for (const r of rows) for (let i = 0; i < d; i++) pooled[i] += r[i]! / rows.length;
+  for (const r of rows) for (let i = 0; i < d; i++) pooled[i] = pooled[i]! + r[i]! / rows.length;
   let norm = 0;
   for (const val of pooled) norm += val * val;
   norm = Math.sqrt(norm);
