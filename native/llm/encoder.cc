@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "../backends/cpu/gemm.h"
 #include "../core/thread_pool.h"
 
 namespace platform::llm {
@@ -352,37 +353,33 @@ void Encoder::layer(const EncoderLayer& L, int64_t n) {
   layer_norm(x_.data(), tmp_.data(), L.out_norm_w, L.out_norm_b, n, dim, c.norm_eps);
 }
 
-// att[i] = softmax(q_i K^T / sqrt(head_dim)) V over the tokens of i's own input, both directions,
-// per head. One work item per (input, head), taken by the threads from a shared counter.
+// att = softmax(Q K^T / sqrt(head_dim)) V over the tokens of each input, in both directions, per
+// head: two f32 GEMMs (gemm.h, reading the head's columns in place through the leading
+// dimension) around a row softmax. One work item per (input, head), taken by the threads from a
+// shared counter; each GEMM runs on the thread that took the item.
 void Encoder::attention(int64_t n) {
   (void)n;
   const EncoderConfig& c = cfg_;
   const int64_t n_inputs = static_cast<int64_t>(starts_.size()) - 1;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  GemmOptions one_thread;
+  one_thread.simd = mm_.level;
+  one_thread.threads = 1;
   cpu::parallel_dynamic(n_inputs * c.n_heads, mm_.threads, [&](int64_t item) {
     const int64_t s = item / c.n_heads, h = item % c.n_heads;
     const int64_t t0 = starts_[s], len = starts_[s + 1] - t0;
-    std::vector<float> p(static_cast<size_t>(len));
+    const int64_t off = t0 * c.dim + h * c.head_dim;
+    std::vector<float> p(static_cast<size_t>(len * len));  // scores, then weights [len][len]
+    gemm_f32(false, true, len, len, c.head_dim, scale, q_.data() + off, c.dim, k_.data() + off, c.dim, 0.0f, p.data(), len, one_thread);
     for (int64_t i = 0; i < len; ++i) {
-      const float* qi = q_.data() + (t0 + i) * c.dim + h * c.head_dim;
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < len; ++j) {
-        const float* kj = k_.data() + (t0 + j) * c.dim + h * c.head_dim;
-        float d = 0;
-        for (int64_t e = 0; e < c.head_dim; ++e) d += qi[e] * kj[e];
-        p[j] = d * scale;
-        mx = std::max(mx, p[j]);
-      }
+      float* row = p.data() + i * len;
+      const float mx = *std::max_element(row, row + len);
       float sum = 0;
-      for (int64_t j = 0; j < len; ++j) sum += (p[j] = std::exp(p[j] - mx));
-      float* out = att_.data() + (t0 + i) * c.dim + h * c.head_dim;
-      std::fill(out, out + c.head_dim, 0.0f);
-      for (int64_t j = 0; j < len; ++j) {
-        const float w = p[j] / sum;
-        const float* vj = v_.data() + (t0 + j) * c.dim + h * c.head_dim;
-        for (int64_t e = 0; e < c.head_dim; ++e) out[e] += w * vj[e];
-      }
+      for (int64_t j = 0; j < len; ++j) sum += (row[j] = std::exp(row[j] - mx));
+      const float inv = 1.0f / sum;
+      for (int64_t j = 0; j < len; ++j) row[j] *= inv;
     }
+    gemm_f32(false, false, len, c.head_dim, len, 1.0f, p.data(), len, v_.data() + off, c.dim, 0.0f, att_.data() + off, c.dim, one_thread);
   });
 }
 
