@@ -143,6 +143,7 @@ describe('refusals, each a 400 naming the field', () => {
     ['a mixed list', { input: ['a', 3] }, 'input', 'input[1] must be a string or an array of token ids, got number'],
     ['a too long text', { input: 'word '.repeat(40) }, 'input', `input is 82 tokens, more than model "bert" takes (${CTX})`],
     ['a too long token list', { input: ['ok', new Array(CTX + 1).fill(40)] }, 'input', `input[1] is ${CTX + 1} tokens, more than model "bert" takes (${CTX})`],
+    ['one too long token-id input', { input: new Array(CTX + 2).fill(40) }, 'input', `input is ${CTX + 2} tokens, more than model "bert" takes (${CTX})`],
     ['a wrong input type', { input: 7 }, 'input', ''],
     ['an unknown encoding', { input: 'x', encoding_format: 'int8' }, 'encoding_format', 'encoding_format must be "float" or "base64", got "int8"'],
     ['a bad dimensions', { input: 'x', dimensions: 'many' }, 'dimensions', 'dimensions must be a positive integer, got "many"'],

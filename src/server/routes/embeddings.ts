@@ -141,10 +141,12 @@ export async function answerEmbeddings(services: EmbeddingsRouteOptions, request
   const inputs = parseInput(body.input, vocabSize);
   const encoding = parseEncoding(body.encoding_format);
   const dimensions = parseDimensions(body.dimensions, modelId, architecture, width);
+  // A list names its item (input[i]); a single string or token-id array is `input` itself.
+  const listed = Array.isArray(body.input) && !body.input.every((x) => typeof x === 'number');
   const tokens = inputs.map((x, i) => {
     const ids = typeof x === 'string' ? instance.tokenizer.encode(x, { addSpecial: true, parseSpecial: false }) : x;
     if (ids.length > contextLength) {
-      throw invalidArgument(`input${inputs.length > 1 || Array.isArray(body.input) ? `[${i}]` : ''} is ${ids.length} tokens, more than model "${modelId}" takes (${contextLength})`, 'input');
+      throw invalidArgument(`input${listed ? `[${i}]` : ''} is ${ids.length} tokens, more than model "${modelId}" takes (${contextLength})`, 'input');
     }
     return ids;
   });
