@@ -211,6 +211,48 @@ describe('the library says which files embed', () => {
   });
 });
 
+describe('an embedding deployment while it serves', () => {
+  const api = (method: string, route: string, body?: unknown) =>
+    fetch(`${host.url}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    }).then(async (r) => ({ status: r.status, body: r.status === 204 ? null : ((await r.json()) as any) }));
+
+  it('changes its thread count under load without a failed request, then undeploys', async () => {
+    let stop = false;
+    let done = 0;
+    const failures: string[] = [];
+    const expected = referenceEmbedding(nomic.config, nomic.weights, tokenizer.encode('hello world'));
+    const worker = async () => {
+      while (!stop) {
+        const res = await post('/v1/embeddings', { model: 'nomic', input: ['hello world', 'the dog'] });
+        if (res.status !== 200 || maxAbsDiff(res.body.data[0].embedding, expected) > 1e-5) failures.push(`${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+        done++;
+      }
+    };
+    const load = Promise.all([worker(), worker(), worker()]);
+    const change = await api('PUT', '/api/v1/library/deployments/nomic/instance-type', { instance_type: 'cpu', threads: 1 });
+    expect(change.status, JSON.stringify(change.body)).toBe(202);
+    for (;;) {
+      const dep = await api('GET', '/api/v1/library/deployments/nomic');
+      if (dep.body.pending_instance_type === null) {
+        expect(dep.body.threads).toBe(1);
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    stop = true;
+    await load;
+    expect(failures).toEqual([]);
+    expect(done).toBeGreaterThan(3);
+    expect(host.app.library.instance('nomic').embedder?.info.threads).toBe(1);
+    expect((await api('DELETE', '/api/v1/library/deployments/nomic')).status).toBe(204);
+    expect((await post('/v1/embeddings', { model: 'nomic', input: 'x' })).status).toBe(404);
+  });
+});
+
 describe('modelsDir', () => {
   it('holds the three files', () => {
     expect(fs.readdirSync(modelsDir).sort()).toEqual(['tiny-bert.gguf', 'tiny-chat.gguf', 'tiny-nomic.gguf']);

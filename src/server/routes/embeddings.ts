@@ -30,6 +30,8 @@ type EmbeddingsBody = Record<string, unknown>;
 export const MAX_EMBEDDING_INPUTS = 2048;
 /** Tokens per native call: a long request is embedded in batches of about this many tokens. */
 const BATCH_TOKENS = 8192;
+/** Characters tokenized between two yields to the event loop. */
+const TOKENIZE_SLICE = 32_768;
 
 const modelField = { type: 'string', minLength: 1, maxLength: 256 } as const;
 
@@ -143,19 +145,31 @@ export async function answerEmbeddings(services: EmbeddingsRouteOptions, request
   const dimensions = parseDimensions(body.dimensions, modelId, architecture, width);
   // A list names its item (input[i]); a single string or token-id array is `input` itself.
   const listed = Array.isArray(body.input) && !body.input.every((x) => typeof x === 'number');
-  const tokens = inputs.map((x, i) => {
+  // Tokenizing runs on the event loop (about 1 us a token): it yields every TOKENIZE_SLICE
+  // characters so that 2048 long texts do not hold other requests up.
+  const tokens: number[][] = [];
+  let sinceYield = 0;
+  for (const [i, x] of inputs.entries()) {
     const ids = typeof x === 'string' ? instance.tokenizer.encode(x, { addSpecial: true, parseSpecial: false }) : x;
     if (ids.length > contextLength) {
       throw invalidArgument(`input${listed ? `[${i}]` : ''} is ${ids.length} tokens, more than model "${modelId}" takes (${contextLength})`, 'input');
     }
-    return ids;
-  });
+    tokens.push(ids);
+    sinceYield += typeof x === 'string' ? x.length : 0;
+    if (sinceYield >= TOKENIZE_SLICE) {
+      sinceYield = 0;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
   // Batches of about BATCH_TOKENS tokens: one native call each, all tokens through the matmuls together.
   const vectors: Float32Array[] = [];
   for (let i = 0; i < tokens.length; ) {
     let j = i, n = 0;
     while (j < tokens.length && (j === i || n + tokens[j]!.length <= BATCH_TOKENS)) n += tokens[j++]!.length;
-    vectors.push(...(await embedder.embed(tokens.slice(i, j))));
+    // The live instance of each batch: a switch of instance type meanwhile retires the old one
+    // once nothing runs on it, so every batch starts on the current one (same file, same tokens).
+    const live = services.library.instance(modelId).embedder ?? embedder;
+    vectors.push(...(await live.embed(tokens.slice(i, j))));
     i = j;
   }
   const promptTokens = tokens.reduce((s, t) => s + t.length, 0);
