@@ -67,20 +67,31 @@ int64_t require_uint(const GgufFile& f, const std::string& key) {
 }
 
 // out[t] = (in[t] - mean) / sqrt(var + eps) * w + b, per row of `dim` (ggml_norm, then scale and
-// shift). Sums in double: the rows are short and the f64 reference is held to ~1e-5.
-void layer_norm(float* out, const float* in, const float* w, const float* b, int64_t n, int64_t dim, float eps) {
-  for (int64_t t = 0; t < n; ++t) {
-    const float* x = in + t * dim;
-    float* y = out + t * dim;
-    double mean = 0;
-    for (int64_t i = 0; i < dim; ++i) mean += x[i];
-    mean /= static_cast<double>(dim);
-    double var = 0;
-    for (int64_t i = 0; i < dim; ++i) var += (x[i] - mean) * (x[i] - mean);
-    var /= static_cast<double>(dim);
-    const double scale = 1.0 / std::sqrt(var + static_cast<double>(eps));
-    for (int64_t i = 0; i < dim; ++i) y[i] = static_cast<float>((x[i] - mean) * scale) * w[i] + b[i];
-  }
+// shift). Sums in double: the rows are short and the f64 reference is held to ~1e-5. Rows are
+// split across the threads when there are many.
+void layer_norm(float* out, const float* in, const float* w, const float* b, int64_t n, int64_t dim, float eps, int threads) {
+  parallel_for(0, n, n >= 64 ? threads : 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* x = in + t * dim;
+      float* y = out + t * dim;
+      double mean = 0;
+      for (int64_t i = 0; i < dim; ++i) mean += x[i];
+      mean /= static_cast<double>(dim);
+      double var = 0;
+      for (int64_t i = 0; i < dim; ++i) var += (x[i] - mean) * (x[i] - mean);
+      var /= static_cast<double>(dim);
+      const double scale = 1.0 / std::sqrt(var + static_cast<double>(eps));
+      for (int64_t i = 0; i < dim; ++i) y[i] = static_cast<float>((x[i] - mean) * scale) * w[i] + b[i];
+    }
+  });
+}
+
+// f(x) over n elements, split across the threads when there are many.
+template <typename F>
+void map_elements(float* x, int64_t n, int threads, F f) {
+  parallel_for(0, n, n >= (int64_t{1} << 16) ? threads : 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) f(x[i], i);
+  });
 }
 
 void add_bias(float* y, const float* b, int64_t n, int64_t cols) {
@@ -276,7 +287,7 @@ void Encoder::embed(const std::vector<std::vector<int32_t>>& inputs, float* out)
       for (int64_t i = 0; i < c.dim; ++i) xt[i] += row[i];
     }
   }
-  layer_norm(x_.data(), tmp_.data(), embd_norm_w_, embd_norm_b_, n, c.dim, c.norm_eps);
+  layer_norm(x_.data(), tmp_.data(), embd_norm_w_, embd_norm_b_, n, c.dim, c.norm_eps, mm_.threads);
 
   for (const EncoderLayer& L : layers_) layer(L, n);
 
@@ -333,7 +344,7 @@ void Encoder::layer(const EncoderLayer& L, int64_t n) {
   cpu::matmul(L.wo, att_.data(), n, tmp_.data(), mm_);
   add_bias(tmp_.data(), L.bo, n, dim);
   for (int64_t i = 0; i < n * dim; ++i) tmp_[i] += x_[i];  // re-add the layer input
-  layer_norm(x_.data(), tmp_.data(), L.attn_norm_w, L.attn_norm_b, n, dim, c.norm_eps);
+  layer_norm(x_.data(), tmp_.data(), L.attn_norm_w, L.attn_norm_b, n, dim, c.norm_eps, mm_.threads);
 
   // --- feed-forward ---
   if (c.gated_ffn) {
@@ -341,16 +352,17 @@ void Encoder::layer(const EncoderLayer& L, int64_t n) {
     float* hs[2] = {hb_.data(), hg_.data()};
     cpu::matmul_multi(gu, hs, 2, x_.data(), n, mm_);
     add_bias(hb_.data(), L.b_up, n, ffn);
-    for (int64_t i = 0; i < n * ffn; ++i) hb_[i] *= silu(hg_[i]);
+    const float* g = hg_.data();
+    map_elements(hb_.data(), n * ffn, mm_.threads, [g](float& h, int64_t i) { h *= silu(g[i]); });
   } else {
     cpu::matmul(L.up, x_.data(), n, hb_.data(), mm_);
     add_bias(hb_.data(), L.b_up, n, ffn);
-    for (int64_t i = 0; i < n * ffn; ++i) hb_[i] = gelu(hb_[i]);
+    map_elements(hb_.data(), n * ffn, mm_.threads, [](float& h, int64_t) { h = gelu(h); });
   }
   cpu::matmul(L.down, hb_.data(), n, tmp_.data(), mm_);
   add_bias(tmp_.data(), L.b_down, n, dim);
   for (int64_t i = 0; i < n * dim; ++i) tmp_[i] += x_[i];  // the attention output bypasses the FFN
-  layer_norm(x_.data(), tmp_.data(), L.out_norm_w, L.out_norm_b, n, dim, c.norm_eps);
+  layer_norm(x_.data(), tmp_.data(), L.out_norm_w, L.out_norm_b, n, dim, c.norm_eps, mm_.threads);
 }
 
 // att = softmax(Q K^T / sqrt(head_dim)) V over the tokens of each input, in both directions, per
