@@ -2,8 +2,8 @@
 // Ollama and llama.cpp's server serve it. The official openai SDK against both base URLs (root and
 // per model), streaming with usage, /v1/models; the routes it shares /v1 with (realtime predict,
 // the per-model routes) still reached; unknown and missing models; the reserved model ids refused
-// at create (HTTP and CLI); max_tokens beyond the context clamped to it; /v1/embeddings refused by
-// name until the engine serves embedding models.
+// at create (HTTP and CLI); max_tokens beyond the context clamped to it; /v1/embeddings on a chat
+// model refused by name (embedding models: embed-serving.test.ts).
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, waitForDeployment, type Api } from './helpers/api.js';
@@ -257,18 +257,23 @@ describe('bad models on the root routes', () => {
 });
 
 describe('POST /v1/embeddings', () => {
-  const refusal = { code: 'invalid_argument', message: 'embeddings are not available yet: the engine serves no embedding models', param: 'model', type: 'invalid_request_error' };
+  const refusal = {
+    code: 'invalid_argument',
+    message: 'model "tiny" is a chat model (llama) and does not serve embeddings; deploy an embedding model (GGUF architecture bert or nomic-bert)',
+    param: 'model',
+    type: 'invalid_request_error',
+  };
 
-  it('is a 400 that names the unsupported feature, for any model', async () => {
+  it('is a 400 that says a chat model serves no embeddings; an unknown model is a 404', async () => {
     for (const body of [
       { model: 'tiny', input: 'Hello world' },
       { model: 'tiny', input: ['a', 'b'] },
-      { model: 'nobody', input: [[1, 2, 3]] },
     ]) {
       const res = await post('/v1/embeddings', body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error).toEqual(refusal);
     }
+    expect((await post('/v1/embeddings', { model: 'nobody', input: [[1, 2, 3]] })).status).toBe(404);
     const sdk = root().embeddings.create({ model: 'tiny', input: 'Hello world' });
     await expect(sdk).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     await expect(sdk).rejects.toThrow(refusal.message);

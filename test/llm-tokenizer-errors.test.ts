@@ -35,8 +35,16 @@ describe('refused tokenizer metadata', () => {
   });
 
   it('a tokenizer model we do not implement', async () => {
-    expect(await refusal({ ...spm(), 'tokenizer.ggml.model': 'bert' })).toBe('unsupported tokenizer.ggml.model "bert" (supported: llama, gpt2)');
+    expect(await refusal({ ...spm(), 'tokenizer.ggml.model': 't5' })).toBe('unsupported tokenizer.ggml.model "t5" (supported: llama, gpt2, bert)');
     expect(await refusal({ ...spm(), 'tokenizer.ggml.model': gv.u32(1) })).toBe('metadata key "tokenizer.ggml.model" is UINT32, expected a string');
+  });
+
+  it('a WordPiece vocabulary without [CLS], [SEP] or [UNK] (ids out of range, no keys)', async () => {
+    const wpm = { 'tokenizer.ggml.model': 'bert', 'tokenizer.ggml.tokens': ['[PAD]', 'a', 'b'] };
+    expect(await refusal(wpm)).toBe('the WordPiece vocabulary has no [CLS]: tokenizer.ggml.bos_token_id is not set and id 101 is out of range');
+    expect(await refusal({ ...wpm, 'tokenizer.ggml.bos_token_id': gv.u32(1) })).toBe(
+      'the WordPiece vocabulary has no [SEP]: tokenizer.ggml.seperator_token_id is not set and id 102 is out of range',
+    );
   });
 
   it('a pre-tokenizer we do not implement, naming the ones we do', async () => {

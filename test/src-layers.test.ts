@@ -4,7 +4,7 @@
 //     <- formats (tabular/onnx, llm/gguf, llm/tokenizer: pure TypeScript readers; llm/structured:
 //        JSON Schema to byte grammars)
 //     <- typed surface (src/native: the one declaration of platform.node; surface.ts imports nothing)
-//     <- engines (llm/engine, tabular/executor: the native engines as TypeScript objects)
+//     <- engines (llm/engine, llm/embed, tabular/executor: the native engines as TypeScript objects)
 //     <- services (models, realtime, vectors, auth, llm/library, llm/chat, llm/metrics, cluster)
 //     <- routes and the CLI (server, cli)
 // the two engines never import each other, nor do the server and the CLI, and nothing in src/
@@ -33,13 +33,14 @@ const LAYERS: ReadonlyArray<{ rank: number; name: string; areas: readonly string
   { rank: 0, name: 'base', areas: ['errors.ts', 'ids.ts', 'config.ts', 'validation.ts', 'worker-threads.ts', 'metrics', 'store'] },
   { rank: 1, name: 'formats', areas: ['tabular/onnx', 'llm/gguf', 'llm/tokenizer', 'llm/structured'] },
   { rank: 2, name: 'typed surface', areas: ['native'] },
-  { rank: 3, name: 'engines', areas: ['llm/engine', 'tabular/executor'] },
+  { rank: 3, name: 'engines', areas: ['llm/engine', 'llm/embed', 'tabular/executor'] },
   { rank: 4, name: 'services', areas: ['models', 'realtime', 'vectors', 'auth', 'llm/library', 'llm/chat', 'llm/metrics.ts', 'cluster'] },
   { rank: 5, name: 'routes and CLI', areas: ['server', 'cli'] },
 ];
 // Areas of one layer that must not import each other.
 const APART: ReadonlyArray<readonly [string, string]> = [
   ['llm/engine', 'tabular/executor'],
+  ['llm/embed', 'tabular/executor'],
   ['server', 'cli'],
 ];
 

@@ -2,6 +2,7 @@
 // arguments and move work off the JavaScript thread; the engines and backends below do the work.
 #include <napi.h>
 
+#include "embed_binding.h"
 #include "engine_info.h"
 #include "gemm_binding.h"
 #include "llm_binding.h"
@@ -14,6 +15,7 @@ Napi::Object InitPlatform(Napi::Env env, Napi::Object exports) {
   platform::addon::register_gemm(env, exports);
   platform::addon::register_tabular(env, exports);
   platform::addon::register_llm(env, exports);
+  platform::addon::register_embed(env, exports);
   return exports;
 }
 

@@ -14,6 +14,12 @@
 //   and the default, and a SentencePiece vocabulary). The generated files are rebuilt by the tests
 //   from the same code; each JSON carries the vocabulary fingerprint to catch drift.
 // - test/data/stories260k-greedy.json: greedy decoding of stories260K from BOS alone, 200 tokens.
+// - test/data/embeddings/wordpiece.json: llama_tokenize ids of TEXTS and WORDPIECE_TEXTS for the
+//   WordPiece test vocabulary of test/helpers/bert-model.ts (tokenizer.ggml.model = bert).
+// - test/data/embeddings/llama-cpp.json: llama.cpp's pooled embeddings (embedding context,
+//   normalized here) of fixed token inputs for the small bert / nomic-bert models of
+//   EMBEDDING_ORACLE_MODELS.
+//   `node --import tsx scripts/oracle/record.mjs --only embeddings` records these two alone.
 // - test/data/ggml-quants-reference.json: ggml's own quantized blocks and dequantized values for
 //   F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K (ggml-quants-ref.c, built against node-llama-cpp's
 //   libggml-base and the headers of the same llama.cpp release).
@@ -26,6 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
 import { encodeGguf, seededRandom, tinyModel } from '../../test/helpers/gguf-writer.ts';
 import { GENERATED_VOCABS, vocabFingerprint } from '../../test/helpers/tiny-vocab.ts';
+import { EMBEDDING_ORACLE_INPUTS, EMBEDDING_ORACLE_MODELS, WORDPIECE_TEXTS, bertModel, wordPieceFingerprint, wordPieceVocab } from '../../test/helpers/bert-model.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
@@ -227,11 +234,68 @@ function recordQuants() {
   fs.rmSync(tmp, { recursive: true, force: true });
 }
 
+async function recordEmbeddings(llama, tmp) {
+  // The WordPiece vocabulary through llama.cpp's WPM tokenizer (a 1-layer bert model carries it).
+  const vocab = wordPieceVocab();
+  const tokFile = path.join(tmp, 'wordpiece.gguf');
+  fs.writeFileSync(tokFile, encodeGguf(bertModel({ arch: 'bert', nEmbd: 32, nLayer: 1, nHead: 2, nFf: 64, seed: 1 }).spec));
+  const model = await llama.loadModel({ modelPath: tokFile, gpuLayers: 0 });
+  const cases = [];
+  for (const text of [...TEXTS, ...WORDPIECE_TEXTS]) {
+    for (const parseSpecial of [false, true]) {
+      const ids = model.tokenize(text, parseSpecial);
+      cases.push({ text, parseSpecial, ids, detokenized: model.detokenize(ids, false) });
+    }
+  }
+  writeJson(path.join(OUT, 'embeddings', 'wordpiece.json'), {
+    recordedWith: versions(),
+    vocabFingerprint: wordPieceFingerprint(),
+    vocabularyType: model.vocabularyType,
+    bos: model.tokens.bos ?? null,
+    sep: model.tokens.sep ?? null,
+    note: 'ids: llama_tokenize(add_special = false); with add_special llama.cpp (WPM) puts bos ([CLS]) before and sep ([SEP]) after',
+    tokens: vocab.tokens.length,
+    cases,
+  });
+  await model.dispose();
+
+  const models = [];
+  for (const [name, options] of Object.entries(EMBEDDING_ORACLE_MODELS)) {
+    const file = path.join(tmp, `${name}.gguf`);
+    fs.writeFileSync(file, encodeGguf(bertModel(options).spec));
+    const m = await llama.loadModel({ modelPath: file, gpuLayers: 0 });
+    const context = await m.createEmbeddingContext({ contextSize: options.nCtx ?? 128, threads: 1 });
+    const embeddings = [];
+    for (const input of EMBEDDING_ORACLE_INPUTS) {
+      const v = (await context.getEmbeddingFor(input)).vector;
+      const norm = Math.hypot(...v);
+      embeddings.push(v.map((x) => x / norm));
+    }
+    models.push({ name, options, embeddings });
+    await context.dispose();
+    await m.dispose();
+  }
+  writeJson(path.join(OUT, 'embeddings', 'llama-cpp.json'), {
+    recordedWith: versions(),
+    note: 'LlamaEmbeddingContext.getEmbeddingFor(token ids) on models of test/helpers/bert-model.ts, L2-normalized here',
+    inputs: EMBEDDING_ORACLE_INPUTS,
+    models,
+  });
+}
+
 async function main() {
   const started = Date.now();
   const step = (what) => console.log(`${what} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'oracle-models-'));
+  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : null;
+  if (only === 'embeddings') {
+    await recordEmbeddings(llama, tmp);
+    step('embeddings');
+    fs.rmSync(tmp, { recursive: true, force: true });
+    await llama.dispose();
+    return;
+  }
 
   for (const [name, makeVocab] of Object.entries(GENERATED_VOCABS)) {
     const vocab = makeVocab();
@@ -248,6 +312,8 @@ async function main() {
     await recordTokenizer(llama, name, path.join(FIXTURES, file), { source: 'fixture', file });
     step(name);
   }
+  await recordEmbeddings(llama, tmp);
+  step('embeddings');
   await recordGreedy(llama);
   step('greedy decoding');
   recordQuants();

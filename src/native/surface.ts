@@ -434,9 +434,57 @@ export interface TabularExports {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The embedding encoder (native/addon/embed_binding.cc): BERT-family GGUF models (bert,
+// nomic-bert); a batch of token-id lists in, one pooled, L2-normalized vector per list out.
+
+/** Opaque handle of a loaded encoder. */
+export type NativeEncoderHandle = { readonly __embedEncoderHandle: unique symbol };
+
+export interface NativeEmbedLoadOptions {
+  /** 0 or absent: the process default (PLATFORM_THREADS or every core). */
+  threads?: number;
+  simd?: SimdLevel;
+}
+
+export interface NativeEncoderInfo {
+  architecture: 'bert' | 'nomic-bert';
+  ggufVersion: number;
+  embeddingLength: number;
+  blockCount: number;
+  headCount: number;
+  feedForwardLength: number;
+  vocabSize: number;
+  /** The longest input, in tokens. */
+  contextLength: number;
+  layerNormEpsilon: number;
+  /** `<arch>.pooling_type`: 1 mean, 2 cls, 3 last (absent: mean). */
+  pooling: 'mean' | 'cls' | 'last';
+  ropeFreqBase?: number;
+  tensorTypes: Record<string, number>;
+  mappedBytes: number;
+  threads: number;
+  kernels: string;
+  backend: 'cpu';
+}
+
+export interface EmbedExports {
+  /** Maps and validates a bert / nomic-bert GGUF (rejects with code 'load_failed' naming the key or tensor). */
+  embedLoadModel(path: string, options?: NativeEmbedLoadOptions): Promise<NativeEncoderHandle>;
+  /**
+   * Embeds each token-id list (RangeError, code 'invalid_argument', naming inputs[i][j] for an empty
+   * list, one longer than contextLength, or an id outside the vocabulary): resolves with
+   * inputs.length x embeddingLength floats, input after input.
+   */
+  embedRun(handle: NativeEncoderHandle, inputs: ReadonlyArray<Int32Array | readonly number[]>): Promise<Float32Array>;
+  embedModelInfo(handle: NativeEncoderHandle): NativeEncoderInfo;
+  /** Frees the model once a batch in flight has finished; later calls throw code 'unloaded'. */
+  embedUnload(handle: NativeEncoderHandle): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 /** The whole addon. */
-export interface NativeAddon extends CoreExports, LlmExports, TabularExports {}
+export interface NativeAddon extends CoreExports, LlmExports, EmbedExports, TabularExports {}
 
 /** Every export, checked when the addon loads (a stale build is refused with the names it lacks). */
 export const NATIVE_EXPORTS = [
@@ -457,6 +505,10 @@ export const NATIVE_EXPORTS = [
   'llmCompileGrammar',
   'llmGrammarStates',
   'llmOptionLimits',
+  'embedLoadModel',
+  'embedRun',
+  'embedModelInfo',
+  'embedUnload',
   'tabularCompile',
 ] as const satisfies readonly (keyof NativeAddon)[];
 

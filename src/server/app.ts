@@ -37,6 +37,7 @@ import { LibraryService } from '../llm/library/service.js';
 import { LlmMetrics } from '../llm/metrics.js';
 import { chatRoutes } from './routes/chat.js';
 import { openAiRootRoutes } from './routes/openai-root.js';
+import { embeddingsRoutes } from './routes/embeddings.js';
 import { libraryRoutes } from './routes/library.js';
 import { realtimeRoutes } from './routes/realtime.js';
 import { consoleRoutes } from './routes/console.js';
@@ -135,7 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const realtime = await createRealtime({ db: store.db, config, clock, metrics, log: server.log, cudaUnavailable: () => cudaUnavailableReason() });
   const vectors = await openVectors(store, config, server.log, metrics);
   const library = new LibraryService(store.db, realtime.models, { modelsDir: config.modelsDir, cudaUnavailable: () => cudaUnavailableReason(), engine: config.llm, deployTimeoutMs: config.replica.deployTimeoutMs }, server.log, clock);
-  const llmMetrics = new LlmMetrics(metrics, () => library.liveInstances().map(({ modelId, instance }) => ({ modelId, stats: instance.model.stats() })), clock);
+  const llmMetrics = new LlmMetrics(metrics, () => library.liveInstances().filter(({ instance }) => !instance.embedder).map(({ modelId, instance }) => ({ modelId, stats: instance.model.stats() })), clock);
 
   // This replica's routing snapshot, kept current (src/cluster/): read before the app serves.
   const replicas = new ReplicaDirectory(store.db, { id: config.replica.id, address: config.replica.address ?? `http://${config.host}:${config.port}` }, config.replica.timeoutMs);
@@ -255,6 +256,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     await api.register(libraryRoutes, { library, replicas });
     await api.register(chatRoutes, { library, metrics: llmMetrics, forwarder });
     await api.register(openAiRootRoutes, { library, metrics: llmMetrics, forwarder });
+    await api.register(embeddingsRoutes, { library, metrics: llmMetrics, forwarder });
     await api.register(vectorRoutes, { vectors, maxBodyBytes: config.vectors.maxBodyBytes });
   });
 

@@ -10,7 +10,7 @@ import { waitForDeployment } from './models.js';
 import { SPECULATIVE_PATTERN } from '../../llm/library/speculative.js';
 
 interface CatalogJson {
-  models: Array<{ name: string; file: string; size_bytes: number; architecture: string; parameters: number; quantization: string; context_length: number | null; license: string | null; license_link: string | null }>;
+  models: Array<{ name: string; file: string; size_bytes: number; architecture: string; parameters: number; quantization: string; context_length: number | null; license: string | null; license_link: string | null; serves?: 'chat' | 'embeddings' }>;
   problems: Array<{ file: string; error: string }>;
 }
 
@@ -84,7 +84,7 @@ export function registerLibraryCommands(program: Command, models: Command): void
 
   library
     .command('list')
-    .description('the GGUF files in MODELS_DIR with name, size, architecture, parameters, quantization, context and licence')
+    .description('the GGUF files in MODELS_DIR with name, size, architecture, parameters, quantization, context, licence and what they serve (chat or embeddings)')
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       const res = await clientFromEnv().request<CatalogJson>('GET', '/api/v1/library');
@@ -101,8 +101,9 @@ export function registerLibraryCommands(program: Command, models: Command): void
         m.quantization,
         m.context_length === null ? '-' : String(m.context_length),
         [m.license, m.license_link].filter(Boolean).join(' ') || '-',
+        m.serves ?? 'chat',
       ]);
-      process.stdout.write(formatTable(['NAME', 'FILE', 'SIZE', 'ARCH', 'PARAMS', 'QUANT', 'CONTEXT', 'LICENCE'], rows));
+      process.stdout.write(formatTable(['NAME', 'FILE', 'SIZE', 'ARCH', 'PARAMS', 'QUANT', 'CONTEXT', 'LICENCE', 'SERVES'], rows));
       for (const p of res.problems) process.stderr.write(`skipped ${p.file}: ${p.error}\n`);
     });
 

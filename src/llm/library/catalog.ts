@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { invalidArgument } from '../../errors.js';
+import { EMBEDDING_ARCHITECTURES } from '../embed/index.js';
 import { GgufError, GgufMetadata, modelInfo, readGguf, type GgufFile } from '../gguf/index.js';
 
 export interface CatalogEntry {
@@ -18,6 +19,8 @@ export interface CatalogEntry {
   license: string | null;
   licenseLink: string | null;
   chatTemplate: boolean;
+  /** What a deployment of the file serves: embeddings (bert, nomic-bert) or chat and completions. */
+  serves: 'embeddings' | 'chat';
 }
 
 export interface CatalogProblem {
@@ -41,6 +44,7 @@ export async function describeGguf(modelsDir: string, relative: string, file?: G
     license: info.license,
     licenseLink: meta.optString('general.license.link') ?? null,
     chatTemplate: info.chatTemplate !== null,
+    serves: EMBEDDING_ARCHITECTURES.includes(info.architecture) ? 'embeddings' : 'chat',
   };
 }
 

@@ -37,7 +37,7 @@ export class PieceTable {
     const text = v.tokens[id]!;
     if (attr & (TokenAttr.CONTROL | TokenAttr.UNKNOWN | TokenAttr.USER_DEFINED)) return utf8Bytes(text);
     if (attr & TokenAttr.NORMAL) {
-      return v.model === 'llama' ? utf8Bytes(text.replaceAll('\u2581', ' ')) : decodeByteLevel(text);
+      return v.model !== 'gpt2' ? utf8Bytes(text.replaceAll('\u2581', ' ')) : decodeByteLevel(text);
     }
     if (attr & TokenAttr.BYTE) return Uint8Array.of(parseInt(text.slice(3, 5), 16) || 0);
     return EMPTY; // unused / undefined tokens render as nothing, as in llama.cpp

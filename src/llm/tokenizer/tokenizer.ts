@@ -17,6 +17,7 @@ import { PieceTable } from './pieces.js';
 import { partition } from './special-tokens.js';
 import { spmTokenize } from './spm.js';
 import { wellFormed } from './unicode.js';
+import { WordPieceTable, wpmTokenize } from './wpm.js';
 import { loadVocab, NO_TOKEN, TokenAttr, type TokenizerModel, type Vocab } from './vocab.js';
 
 export interface EncodeOptions {
@@ -42,6 +43,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: false });
 export class Tokenizer {
   private readonly pieces: PieceTable;
   private readonly byteTokens = new Int32Array(256).fill(-2); // -2: not looked up yet
+  private wordPieces: WordPieceTable | null = null;
 
   constructor(readonly vocab: Vocab) {
     this.pieces = new PieceTable(vocab);
@@ -120,6 +122,18 @@ export class Tokenizer {
     const v = this.vocab;
     const out: number[] = [];
     const frags = partition(v, wellFormed(text), options.parseSpecial ?? false);
+    if (v.model === 'bert') {
+      // llama.cpp's WPM path: [CLS] and [SEP] around the text whenever special tokens are added.
+      if (addSpecial) out.push(v.bos);
+      const table = (this.wordPieces ??= new WordPieceTable(v));
+      const opts = { lowercase: v.lowercase, stripAccents: v.stripAccents };
+      for (const f of frags) {
+        if ('token' in f) out.push(f.token);
+        else wpmTokenize(v, table, opts, f.text, out);
+      }
+      if (addSpecial) out.push(v.sep);
+      return out;
+    }
     if (addSpecial && v.addBos) out.push(v.bos);
     if (v.model === 'llama') {
       // A space goes before the text and before any text that follows a special token.

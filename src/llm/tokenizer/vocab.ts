@@ -36,7 +36,8 @@ const TYPE_TO_ATTR: Record<number, number> = {
 /** No token (LLAMA_TOKEN_NULL). */
 export const NO_TOKEN = -1;
 
-export type TokenizerModel = 'llama' | 'gpt2';
+/** llama: SentencePiece; gpt2: byte-level BPE; bert: WordPiece. */
+export type TokenizerModel = 'llama' | 'gpt2' | 'bert';
 
 export interface Vocab {
   model: TokenizerModel;
@@ -55,9 +56,16 @@ export interface Vocab {
   eot: number;
   unk: number;
   pad: number;
+  /** WordPiece: [SEP], added after the text with addSpecial (tokenizer.ggml.seperator_token_id, default 102). */
+  sep: number;
   eog: ReadonlySet<number>;
   addBos: boolean;
   addEos: boolean;
+  /** WordPiece: add [SEP] at the end (tokenizer.ggml.add_sep_token, default true). */
+  addSep: boolean;
+  /** WordPiece normalizer (tokenizer.ggml.normalizer.lowercase / .strip_accents, default true / as lowercase). */
+  lowercase: boolean;
+  stripAccents: boolean;
   /** SentencePiece: a space is put before the text (and removed again when decoding). */
   addSpacePrefix: boolean;
   /** Decoding removes spaces before punctuation (llama.cpp's clean_spaces). */
@@ -102,8 +110,8 @@ function meta<T>(read: () => T): T {
 export function loadVocab(m: GgufMetadata): Vocab {
   const modelName = meta(() => m.optString(K('model')));
   if (modelName === undefined) throw new TokenizerError('the GGUF has no tokenizer: tokenizer.ggml.model is missing');
-  if (modelName !== 'llama' && modelName !== 'gpt2') {
-    throw new TokenizerError(`unsupported tokenizer.ggml.model "${modelName}" (supported: llama, gpt2)`);
+  if (modelName !== 'llama' && modelName !== 'gpt2' && modelName !== 'bert') {
+    throw new TokenizerError(`unsupported tokenizer.ggml.model "${modelName}" (supported: llama, gpt2, bert)`);
   }
   const model: TokenizerModel = modelName;
   const preName = meta(() => m.optString(K('pre'))) ?? '';
@@ -112,7 +120,18 @@ export function loadVocab(m: GgufMetadata): Vocab {
   let bos: number, eos: number, unk: number;
   let addBos: boolean, addSpacePrefix: boolean, cleanSpaces: boolean, ignoreMerges: boolean;
   let pre: PreTokenizer | null = null;
-  if (model === 'llama') {
+  let sep = NO_TOKEN;
+  let pad = NO_TOKEN;
+  let addSep = false;
+  if (model === 'bert') {
+    // llama.cpp's WPM defaults: BERT's [CLS] 101, [UNK] 100, [SEP] 102, [PAD] 0.
+    [bos, eos, unk, sep, pad] = [101, NO_TOKEN, 100, 102, 0];
+    addBos = true;
+    addSep = true;
+    addSpacePrefix = false;
+    cleanSpaces = true;
+    ignoreMerges = false;
+  } else if (model === 'llama') {
     [bos, eos, unk] = [1, 2, 0];
     addBos = true;
     addSpacePrefix = true;
@@ -188,7 +207,8 @@ export function loadVocab(m: GgufMetadata): Vocab {
   let eot = idKey('eot_token_id', NO_TOKEN);
   let eom = idKey('eom_token_id', NO_TOKEN);
   unk = idKey('unknown_token_id', unk);
-  const pad = idKey('padding_token_id', NO_TOKEN);
+  pad = idKey('padding_token_id', pad);
+  sep = idKey('seperator_token_id', sep); // llama.cpp's key, spelled as it spells it
   const fim = {
     // the deprecated keys come later in llama.cpp's list, so they win
     pre: idKey('prefix_token_id', idKey('fim_pre_token_id', NO_TOKEN)),
@@ -201,6 +221,15 @@ export function loadVocab(m: GgufMetadata): Vocab {
 
   addBos = meta(() => m.optBool(K('add_bos_token'))) ?? addBos;
   addEos = meta(() => m.optBool(K('add_eos_token'))) ?? addEos;
+  addSep = meta(() => m.optBool(K('add_sep_token'))) ?? addSep;
+  const lowercase = meta(() => m.optBool(K('normalizer.lowercase'))) ?? true;
+  const stripAccents = meta(() => m.optBool(K('normalizer.strip_accents'))) ?? lowercase;
+  if (model === 'bert') {
+    // llama.cpp asserts these when adding special tokens; a clear refusal here instead.
+    if (bos === NO_TOKEN) throw new TokenizerError('the WordPiece vocabulary has no [CLS]: tokenizer.ggml.bos_token_id is not set and id 101 is out of range');
+    if (sep === NO_TOKEN) throw new TokenizerError('the WordPiece vocabulary has no [SEP]: tokenizer.ggml.seperator_token_id is not set and id 102 is out of range');
+    if (unk === NO_TOKEN) throw new TokenizerError('the WordPiece vocabulary has no [UNK]: tokenizer.ggml.unknown_token_id is not set and id 100 is out of range');
+  }
   if (addBos && bos === NO_TOKEN) throw new TokenizerError('tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set');
   if (addEos && eos === NO_TOKEN) throw new TokenizerError('tokenizer.ggml.add_eos_token is true, but tokenizer.ggml.eos_token_id is not set');
 
@@ -259,9 +288,13 @@ export function loadVocab(m: GgufMetadata): Vocab {
     eot,
     unk,
     pad,
+    sep,
     eog,
     addBos,
     addEos,
+    addSep,
+    lowercase,
+    stripAccents,
     addSpacePrefix,
     cleanSpaces,
     ignoreMerges,

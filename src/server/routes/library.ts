@@ -68,7 +68,7 @@ const catalogSchema = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['name', 'file', 'size_bytes', 'architecture', 'parameters', 'quantization', 'context_length', 'license', 'license_link', 'chat_template'],
+        required: ['name', 'file', 'size_bytes', 'architecture', 'parameters', 'quantization', 'context_length', 'license', 'license_link', 'chat_template', 'serves'],
         properties: {
           name: { type: 'string' },
           file: { type: 'string' },
@@ -80,6 +80,8 @@ const catalogSchema = {
           license: { type: ['string', 'null'] },
           license_link: { type: ['string', 'null'] },
           chat_template: { type: 'boolean' },
+          // embeddings: a bert / nomic-bert file (POST /v1/<model_id>/embeddings); chat: the chat and completion routes
+          serves: { type: 'string', enum: ['chat', 'embeddings'] },
         },
       },
     },
@@ -130,6 +132,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
         license: m.license,
         license_link: m.licenseLink,
         chat_template: m.chatTemplate,
+        serves: m.serves,
       })),
       problems,
     };

@@ -26,13 +26,6 @@ export const chatBodySchema = (modelRequired: boolean) =>
 export const textBodySchema = (modelRequired: boolean) =>
   ({ type: 'object', required: modelRequired ? ['model', 'prompt'] : ['prompt'], properties: { model: modelField } }) as const;
 
-/** POST /v1/embeddings: `input` is a string, or an array of strings or of token ids, as OpenAI takes it. */
-export const embeddingsBodySchema = {
-  type: 'object',
-  required: ['model', 'input'],
-  properties: { model: modelField, input: { type: ['string', 'array'] } },
-} as const;
-
 const usageSchema = {
   type: 'object',
   required: ['prompt_tokens', 'completion_tokens', 'total_tokens'],
@@ -187,6 +180,9 @@ export async function answerCompletion(
   // Why a model is not live here (404, 400, 503) comes from the database; a live one only from
   // memory. startAnswer then takes the live instance with no await before the generation starts.
   await services.library.serving(modelId);
+  if (services.library.instance(modelId).embedder) {
+    throw invalidArgument(`model "${modelId}" is an embedding model: use POST /v1/${modelId}/embeddings (or POST /v1/embeddings), not chat or completions`, 'model');
+  }
   const started = await startAnswer(services.library, services.metrics, modelId, form, params);
   if (!params.stream) return started.whole();
   return streamEvents(request, reply, started.chunks(), () => started.cancel());

@@ -3,10 +3,9 @@
 // benchmarks call it. Beside the per-model surface (chat.ts), answered by the same code
 // (openai-answers.ts). Fastify matches static segments before parameters, so /v1/chat/completions
 // and /v1/models win over /v1/:model_id/...; the ids they would shadow are refused at model
-// create (RESERVED_MODEL_IDS, src/models/names.ts). POST /v1/embeddings is refused by name (a 400)
-// until the engine serves embedding models.
+// create (RESERVED_MODEL_IDS, src/models/names.ts). POST /v1/embeddings, the root form of the
+// embeddings route, lives with its per-model form in embeddings.ts.
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { invalidArgument } from '../../errors.js';
 import { projectVisible } from '../../auth/permissions.js';
 import { LIBRARY_PROJECT } from '../../models/names.js';
 import { grantOf } from '../access.js';
@@ -19,7 +18,6 @@ import {
   chatAnswerSchema,
   chatBodySchema,
   chatForm,
-  embeddingsBodySchema,
   liveModelCard,
   modelCard,
   modelCardSchema,
@@ -62,16 +60,6 @@ export const openAiRootRoutes: FastifyPluginAsync<OpenAiRootRouteOptions> = asyn
       const modelId = request.body.model as string;
       await library.checkModel(modelId, 'model');
       return answerCompletion(services, request, reply, modelId, textForm(request.body));
-    },
-  );
-
-  // Listed in the OpenAI surface (and in the reserved ids' message), refused by name until the
-  // engine serves an embedding model, rather than left to the generic 404.
-  app.post(
-    '/v1/embeddings',
-    { config: { access: { action: 'infer' } }, schema: { summary: 'Embeddings (OpenAI form): not available yet, a 400 that says so', body: embeddingsBodySchema, response: responses({}) } },
-    async () => {
-      throw invalidArgument('embeddings are not available yet: the engine serves no embedding models', 'model');
     },
   );
 
