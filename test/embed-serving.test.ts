@@ -2,7 +2,8 @@
 // MODELS_DIR as library models, POST /v1/<id>/embeddings and the root POST /v1/embeddings with
 // every input form, base64, dimensions, usage and the OpenAI answer shape, checked against the
 // f64 reference of test/helpers/bert-model.ts; the official openai SDK; bad inputs as 400s naming
-// the field; chat on an embedding model and embeddings on a chat model refused; the catalogue and
+// the field; chat on an embedding model refused, embeddings of a chat model by last-token pooling
+// (against the f64 decoder reference of test/helpers/llm-reference.ts); the catalogue and
 // `platform library list` saying which files embed.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,7 +13,8 @@ import { Tokenizer } from '../src/llm/tokenizer/index.js';
 import { runCli } from './helpers/cli.js';
 import { tokenFor, type TestHost } from './helpers/in-process-host.js';
 import { libraryHost } from './helpers/library.js';
-import { writeTinyChatModel } from './helpers/llm-models.js';
+import { spmVocab } from './helpers/llm-models.js';
+import { referenceHidden, referenceModel, relativeError, type ReferenceModel } from './helpers/llm-reference.js';
 import { bertModel, CLS, maxAbsDiff, referenceEmbedding, SEP, type BertModel } from './helpers/bert-model.js';
 import { writeGguf } from './helpers/gguf-writer.js';
 
@@ -20,6 +22,7 @@ let host: TestHost;
 let token: string;
 let bert: BertModel;
 let nomic: BertModel;
+let chat: ReferenceModel;
 let tokenizer: Tokenizer;
 let modelsDir = '';
 
@@ -27,12 +30,14 @@ const CTX = 32;
 
 beforeAll(async () => {
   bert = bertModel({ arch: 'bert', nEmbd: 64, nLayer: 2, nHead: 4, nFf: 128, nCtx: CTX, pooling: 'mean', seed: 31, name: 'tiny-bert' });
+  chat = referenceModel({ arch: 'llama', vocab: spmVocab(), nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128, nCtx: 512, seed: 3, name: 'tiny-chat', weightScale: 0.3 });
   nomic = bertModel({ arch: 'nomic-bert', nEmbd: 64, nLayer: 2, nHead: 4, nFf: 128, nCtx: CTX, pooling: 'cls', seed: 32, name: 'tiny-nomic' });
   ({ host, token } = await libraryHost((dir) => {
     modelsDir = dir;
     writeGguf(path.join(dir, 'tiny-bert.gguf'), bert.spec);
     writeGguf(path.join(dir, 'tiny-nomic.gguf'), nomic.spec);
-    return { bert: 'tiny-bert.gguf', nomic: 'tiny-nomic.gguf', tiny: writeTinyChatModel(dir, 'tiny-chat') };
+    writeGguf(path.join(dir, 'tiny-chat.gguf'), chat.model.spec);
+    return { bert: 'tiny-bert.gguf', nomic: 'tiny-nomic.gguf', tiny: 'tiny-chat.gguf' };
   }));
   tokenizer = await Tokenizer.fromFile(path.join(modelsDir, 'tiny-bert.gguf'));
 }, 60_000);
@@ -181,10 +186,31 @@ describe('refusals, each a 400 naming the field', () => {
     }
   });
 
-  it('embeddings on a chat model: a 400 (decoder pooling is not served)', async () => {
-    const res = await post('/v1/tiny/embeddings', { model: 'tiny', input: 'hi' });
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ param: 'model', message: expect.stringContaining('model "tiny" is a chat model (llama) and does not serve embeddings') });
+  it('embeddings of a chat model: last-token pooling, equal to the f64 decoder reference (1e-4)', async () => {
+    const chatTokenizer = await Tokenizer.fromFile(path.join(modelsDir, 'tiny-chat.gguf'));
+    const lastToken = (ids: number[]) => {
+      const h = referenceHidden(chat.config, chat.weights, ids).at(-1)!;
+      const n = Math.sqrt(h.reduce((a, v) => a + v * v, 0));
+      return h.map((v) => v / n);
+    };
+    const inputs: Array<string | number[]> = ['Once upon a time', [1, 40, 41, 42, 43], 'Hello world'];
+    const ids = inputs.map((x) => (typeof x === 'string' ? chatTokenizer.encode(x, { addSpecial: true }) : x));
+    expect(ids[0]![0]).toBe(1); // BOS, as the file says
+    for (const route of ['/v1/tiny/embeddings', '/v1/embeddings']) {
+      const res = await post(route, { model: 'tiny', input: inputs });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.usage).toEqual({ prompt_tokens: ids.flat().length, total_tokens: ids.flat().length });
+      res.body.data.forEach((d: { index: number; embedding: number[] }, i: number) => {
+        expect(d.index).toBe(i);
+        expect(d.embedding).toHaveLength(64);
+        expect(relativeError(d.embedding, lastToken(ids[i]!))).toBeLessThan(1e-4);
+      });
+    }
+    // Fewer dimensions are not served (a decoder is not trained for truncation), and a long input is named.
+    expect((await post('/v1/tiny/embeddings', { model: 'tiny', input: 'hi', dimensions: 32 })).body.error.param).toBe('dimensions');
+    const long = await post('/v1/tiny/embeddings', { model: 'tiny', input: ['ok', Array.from({ length: 600 }, () => 40)] });
+    expect(long.status).toBe(400);
+    expect(long.body.error).toMatchObject({ param: 'input', message: expect.stringContaining('input[1] is 600 tokens') });
   });
 });
 

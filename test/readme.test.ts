@@ -14,14 +14,16 @@
 //   (PORT=0) instead of 8080, which another test may hold: the port it prints in its start line
 //   replaces `127.0.0.1:8080` in every later block and saved file, and PLATFORM_URL says the same;
 // - `curl` is called with `--fail-with-body`, so that an HTTP error fails the command;
-// - a tiny chat model waits in ~/Downloads under the GGUF name the README uses (HOME is a
-//   directory of the test's own).
+// - a tiny chat model and a tiny BERT embedding model wait in ~/Downloads under the GGUF names the
+//   README uses (HOME is a directory of the test's own).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelBuilder } from './helpers/onnx-builder.js';
 import { writeTinyChatModel } from './helpers/llm-models.js';
+import { bertModel } from './helpers/bert-model.js';
+import { writeGguf } from './helpers/gguf-writer.js';
 import { ROOT, tempDir } from './helpers/paths.js';
 import { rng } from './helpers/random.js';
 import { printedJson, readmeSteps, sameShape, type ReadmeStep } from './helpers/readme-steps.js';
@@ -155,6 +157,7 @@ describe('the README, run as written', () => {
       if (fs.existsSync(path.join(ROOT, linked))) fs.symlinkSync(path.join(ROOT, linked), path.join(work, linked));
     }
     writeTinyChatModel(path.join(work, 'home/Downloads'), 'tinyllama-1.1b-chat-v1.0.Q4_K_M', { chatTemplate: ZEPHYR_TEMPLATE, nCtx: 2048 });
+    writeGguf(path.join(work, 'home/Downloads/bge-small-en-v1.5-f16.gguf'), bertModel({ arch: 'bert', nEmbd: 64, nLayer: 2, nHead: 4, nFf: 128, nCtx: 128, pooling: 'cls', name: 'bge-small-en-v1.5' }).spec);
     const inherited = (process.env.PATH ?? '').split(':').filter((p) => !p.includes('node_modules'));
     shell = new UserShell(work, {
       PATH: inherited.join(':'),

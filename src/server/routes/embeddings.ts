@@ -9,10 +9,13 @@
 // - `dimensions`: the model's width, or fewer where the model was trained for truncation
 //   (Matryoshka: nomic-bert); then the vector is cut and scaled back to unit length.
 // - The vectors are pooled as the GGUF's pooling_type says and L2-normalized.
-// A chat model answers 400 here, an embedding model 400 on the chat routes (openai-answers.ts).
+// - A chat model (llama, qwen2) embeds by last-token pooling (LlmModel.embed): the last
+//   position's hidden state after the output norm, normalized, as decoder embedding models
+//   (e5-mistral, gte-Qwen2) are trained to be used; each input is one request to its scheduler.
+// An embedding model answers 400 on the chat routes (openai-answers.ts).
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidArgument } from '../../errors.js';
-import { allowsShorterDimensions, truncateEmbedding } from '../../llm/embed/index.js';
+import { allowsShorterDimensions, truncateEmbedding, type Embedder } from '../../llm/embed/index.js';
 import type { LibraryService } from '../../llm/library/service.js';
 import type { LlmMetrics } from '../../llm/metrics.js';
 import type { LibraryForwarder } from '../forward.js';
@@ -30,6 +33,8 @@ type EmbeddingsBody = Record<string, unknown>;
 export const MAX_EMBEDDING_INPUTS = 2048;
 /** Tokens per native call: a long request is embedded in batches of about this many tokens. */
 const BATCH_TOKENS = 8192;
+/** A chat model's inputs in its scheduler at once (each is a prompt-only request). */
+const DECODER_CONCURRENCY = 8;
 /** Characters tokenized between two yields to the event loop. */
 const TOKENIZE_SLICE = 32_768;
 
@@ -131,15 +136,9 @@ export async function answerEmbeddings(services: EmbeddingsRouteOptions, request
   await services.library.serving(modelId);
   const instance = services.library.instance(modelId);
   const embedder = instance.embedder;
-  if (!embedder) {
-    throw invalidArgument(
-      `model "${modelId}" is a chat model (${instance.architecture}) and does not serve embeddings; deploy an embedding model (GGUF architecture bert or nomic-bert)`,
-      'model',
-    );
-  }
   services.metrics.requestArrived(modelId);
   const body = request.body;
-  const { embeddingLength: width, contextLength, vocabSize, architecture } = embedder.info;
+  const { embeddingLength: width, contextLength, vocabSize, architecture } = embedder ? embedder.info : instance.info;
   const inputs = parseInput(body.input, vocabSize);
   const encoding = parseEncoding(body.encoding_format);
   const dimensions = parseDimensions(body.dimensions, modelId, architecture, width);
@@ -161,17 +160,7 @@ export async function answerEmbeddings(services: EmbeddingsRouteOptions, request
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
-  // Batches of about BATCH_TOKENS tokens: one native call each, all tokens through the matmuls together.
-  const vectors: Float32Array[] = [];
-  for (let i = 0; i < tokens.length; ) {
-    let j = i, n = 0;
-    while (j < tokens.length && (j === i || n + tokens[j]!.length <= BATCH_TOKENS)) n += tokens[j++]!.length;
-    // The live instance of each batch: a switch of instance type meanwhile retires the old one
-    // once nothing runs on it, so every batch starts on the current one (same file, same tokens).
-    const live = services.library.instance(modelId).embedder ?? embedder;
-    vectors.push(...(await live.embed(tokens.slice(i, j))));
-    i = j;
-  }
+  const vectors = embedder ? await encode(services, modelId, embedder, tokens) : await lastTokens(services, modelId, tokens);
   const promptTokens = tokens.reduce((s, t) => s + t.length, 0);
   return {
     object: 'list',
@@ -182,6 +171,32 @@ export async function answerEmbeddings(services: EmbeddingsRouteOptions, request
     model: modelId,
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
   };
+}
+
+/** An embedding model's vectors: batches of about BATCH_TOKENS tokens, one native call each, all tokens through the matmuls together. */
+async function encode(services: EmbeddingsRouteOptions, modelId: string, embedder: Embedder, tokens: number[][]): Promise<Float32Array[]> {
+  const vectors: Float32Array[] = [];
+  for (let i = 0; i < tokens.length; ) {
+    let j = i, n = 0;
+    while (j < tokens.length && (j === i || n + tokens[j]!.length <= BATCH_TOKENS)) n += tokens[j++]!.length;
+    // The live instance of each batch: a switch of instance type meanwhile retires the old one
+    // once nothing runs on it, so every batch starts on the current one (same file, same tokens).
+    const live = services.library.instance(modelId).embedder ?? embedder;
+    vectors.push(...(await live.embed(tokens.slice(i, j))));
+    i = j;
+  }
+  return vectors;
+}
+
+/** A chat model's vectors by last-token pooling: DECODER_CONCURRENCY inputs in its scheduler at a time, on the live instance. */
+async function lastTokens(services: EmbeddingsRouteOptions, modelId: string, tokens: number[][]): Promise<Float32Array[]> {
+  const vectors: Float32Array[] = new Array(tokens.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < tokens.length; i = next++) vectors[i] = await services.library.instance(modelId).model.embed(tokens[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(DECODER_CONCURRENCY, tokens.length) }, worker));
+  return vectors;
 }
 
 export const embeddingsRoutes: FastifyPluginAsync<EmbeddingsRouteOptions> = async (app, services) => {
