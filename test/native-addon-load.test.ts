@@ -78,7 +78,7 @@ describe('loadAddon', () => {
     writeFileSync(other, 'module.exports = { engineInfo() {} };\n');
     const e = loadError(() => loadAddon({ env: { PLATFORM_ADDON_PATH: other } }));
     expect(e.message).toBe(
-      `native addon failed to load (${other} does not export gemmF32, gemmF32Async, gemvF32, gemvF32Async, llmLoadModel, llmGenerate, llmLogits, ` +
+      `native addon failed to load (${other} does not export gemmF32, gemmF32Async, gemvF32, gemvF32Async, llmLoadModel, llmGenerate, llmLogits, llmEmbed, ` +
         'llmCancel, llmStats, llmModelInfo, llmUnload, llmSetTokenBytes, llmCompileGrammar, llmGrammarStates, llmOptionLimits, embedLoadModel, embedRun, embedModelInfo, embedUnload, tabularCompile): ' +
         'point PLATFORM_ADDON_PATH at a platform.node built for this machine, or unset it and run "npm run build:native"',
     );
