@@ -155,7 +155,7 @@ describe('platform library', () => {
     expect((await runCli(['library', 'deploy', 'tiny-chat', '--model-id', 'x', '--name', ' '], env)).code).toBe(2);
     const speculative = await runCli(['library', 'deploy', 'tiny-chat', '--model-id', 'x', '--speculative', 'draft:tiny-chat.gguf'], env);
     expect(speculative.code).toBe(2);
-    expect(speculative.stderr).toContain('--speculative must be ngram:<k> with k from 1 to 16 (prompt lookup); a draft model is not offered yet');
+    expect(speculative.stderr).toContain('--speculative must be ngram:<k> (prompt lookup) or draft:<k> (with --draft-model), k from 1 to 16');
   });
 
   it('deploys with --speculative ngram:k and shows it with the instance', async () => {
@@ -164,5 +164,9 @@ describe('platform library', () => {
     expect(listed.deployments.find((d) => d.model_id === 'spec')).toMatchObject({ speculative: 'ngram:3', status: 'LIVE' });
     expect((await ok(['library', 'deployments'])).stdout).toMatch(/\nspec\s+tiny-chat\s+tiny-chat\.gguf\s+\S+\s+cpu, ngram:3\s+LIVE\n/);
     await ok(['library', 'undeploy', 'spec']);
+    // A draft model: the file's twin drafts for it (same vocabulary), draft:4 by default.
+    expect((await ok(['library', 'deploy', 'tiny-chat', '--model-id', 'spec2', '--draft-model', 'twin-q4.gguf', '--wait'])).stdout).toBe('spec2\n');
+    expect((await ok(['library', 'deployments'])).stdout).toMatch(/\nspec2\s+tiny-chat\s+tiny-chat\.gguf\s+\S+\s+cpu, draft:4 \(twin-q4\.gguf\)\s+LIVE\n/);
+    await ok(['library', 'undeploy', 'spec2']);
   });
 });

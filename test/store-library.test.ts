@@ -104,6 +104,7 @@ describe.each<StoreDialect>(['sqlite', 'postgres'])('library deployments on %s',
       failureKind: null,
       replicas: null,
       speculative: null,
+      draftModel: null,
       createdAt: T0,
       updatedAt: T0,
     };

@@ -233,6 +233,11 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   opt.block_size = static_cast<int32_t>(r.option(o, kBlockSize));
   opt.max_batch_tokens = static_cast<int32_t>(r.option(o, kMaxBatchTokens));
   opt.speculative_tokens = static_cast<int32_t>(r.option(o, kSpeculativeTokens));
+  const Napi::Value draft = o.Get("draftModel");
+  if (!draft.IsUndefined()) {
+    if (!draft.IsString() || draft.As<Napi::String>().Utf8Value().empty()) r.type_error("options.draftModel must be the path of a GGUF file");
+    opt.draft_model = draft.As<Napi::String>().Utf8Value();
+  }
   // Adaptive draft lengths: on unless PLATFORM_SPECULATIVE_ADAPTIVE=0 or the option says otherwise.
   const char* adaptive_env = std::getenv("PLATFORM_SPECULATIVE_ADAPTIVE");
   opt.speculative_adaptive = !(adaptive_env != nullptr && std::string(adaptive_env) == "0");
@@ -439,6 +444,7 @@ Napi::Value ModelInfo(const Napi::CallbackInfo& info) {
   o.Set("kvBlockSize", num(e.options().block_size));
   o.Set("maxBatchTokens", num(e.options().max_batch_tokens));
   o.Set("speculativeTokens", num(e.options().speculative_tokens));
+  o.Set("draftModel", e.options().draft_model.empty() ? env.Null() : Napi::String::New(env, e.options().draft_model));
   o.Set("backend", e.backend().name());
   o.Set("kernels", e.backend().describe());
   return o;

@@ -29,7 +29,13 @@ Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options, Sink 
   kv.n_blocks = kv_budget_blocks(opt_, context_, kv.block_bytes(backend_->kv_element_bytes()));
   kv_bytes_ = kv.bytes(backend_->kv_element_bytes());
   backend_->allocate_kv(kv);
-  scheduler_ = std::make_unique<Scheduler>(c, opt_, context_, kv.n_blocks);
+  std::unique_ptr<DraftModel> draft;
+  if (!opt_.draft_model.empty()) {
+    if (opt_.speculative_tokens < 1) throw std::invalid_argument("a draft model needs speculativeTokens of at least 1");
+    draft = std::make_unique<DraftModel>(opt_, context_, c.vocab);
+  }
+  scheduler_ = std::make_unique<Scheduler>(c, opt_, context_, kv.n_blocks, std::move(draft));
+  scheduler_->set_device_sampling(backend_->samples_on_device());
   thread_ = std::thread([this] { loop(); });
 }
 

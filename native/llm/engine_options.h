@@ -23,6 +23,8 @@ struct EngineOptions {
   int32_t max_batch_tokens = 256;  // tokens per forward step (decode tokens + prefill chunks)
   bool prefix_cache = true;        // reuse the KV of cached prompt prefixes (kv_cache.h)
   int32_t speculative_tokens = 0;  // prompt-lookup drafts verified per decoding step (0: none; prompt_lookup.h)
+  std::string draft_model;          // a GGUF of the same vocabulary whose greedy decoding drafts,
+                                    // instead of prompt lookup (draft_model.h)
   bool speculative_adaptive = true;  // draft only as many as the measured step costs repay (step_cost.h);
                                      // false: every proposal, at full length (tests, benches)
   std::optional<SimdLevel> simd;   // kernels at or below this level (default: the process level)

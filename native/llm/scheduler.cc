@@ -20,8 +20,10 @@ const uint32_t* Sequence::step_mask() {
   return matcher->mask(mask) ? mask.data() : nullptr;
 }
 
-Scheduler::Scheduler(const ModelConfig& config, const EngineOptions& options, int64_t context, int64_t kv_blocks)
-    : config_(config), options_(options), context_(context), kv_(options.block_size, kv_blocks, options.prefix_cache) {}
+Scheduler::Scheduler(const ModelConfig& config, const EngineOptions& options, int64_t context, int64_t kv_blocks,
+                     std::unique_ptr<DraftModel> draft_model)
+    : config_(config), options_(options), context_(context), kv_(options.block_size, kv_blocks, options.prefix_cache),
+      draft_model_(std::move(draft_model)) {}
 
 uint64_t Scheduler::submit(GenerateRequest req) {
   const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
@@ -85,6 +87,7 @@ Scheduler::Counts Scheduler::counts() {
 void Scheduler::finish(Sequence& s, FinishReason reason, std::vector<Event>& events, const std::string& error) {
   if (s.done) return;
   s.done = true;
+  if (draft_model_) draft_model_->release(s.id);
   kv_.release(s.blocks);
   s.blocks.clear();
   outstanding_ -= s.reserved - s.allocated;  // what it reserved and never took
@@ -178,35 +181,75 @@ void Scheduler::publish_full_blocks(Sequence& s) {
   }
 }
 
-int64_t Scheduler::draft(Sequence& s, int64_t max_draft, int64_t step_tokens, double& emitted) {
-  s.feed.assign(1, s.generated.back());
+bool Scheduler::may_draft(const Sequence& s) const {
+  return !s.matcher && !s.cancelled.load() && (!device_sampling_ || s.req.sampling.temperature <= 0.0f);
+}
+
+int64_t Scheduler::draft_room(const Sequence& s, int64_t budget) const {
   // The step writes K/V at n_past .. n_past + drafted, within the sequence's limit, and emits at
   // most drafted + 1 tokens, within max_tokens.
   const int64_t room = std::min<int64_t>(s.limit - s.n_past - 1, s.req.max_tokens - static_cast<int64_t>(s.generated.size()) - 1);
+  return std::max<int64_t>(0, std::min({room, budget, static_cast<int64_t>(options_.speculative_tokens)}));
+}
+
+int64_t Scheduler::draft_length(Sequence& s, int64_t available, int64_t step_tokens, double& emitted) {
+  if (!options_.speculative_adaptive || available <= 0) return available;
+  // The length whose expected tokens per unit of step time is best: more tokens emitted by the
+  // step (p + p^2 + ... + p^k on average) against its longer forward pass (step_cost.h).
+  const double p = (s.draft_hits + 1.0) / (s.draft_trials + 2.0);
+  double best = 1.02;  // a draft must gain 2% to be worth its risk
+  int64_t k = 0;
+  for (int64_t j = 1; j <= available; ++j) {
+    const double gain = (emitted + expected_accepted(p, j)) / emitted / step_cost_.ratio(step_tokens + j, step_tokens);
+    if (gain > best) best = gain, k = j;
+  }
+  if (k == 0) {  // not drafting: its record fades, so that a sequence whose text starts repeating tries again
+    s.draft_hits *= 0.97;
+    s.draft_trials *= 0.97;
+  }
+  emitted += expected_accepted(p, k);
+  return k;
+}
+
+int64_t Scheduler::draft(Sequence& s, int64_t max_draft, int64_t step_tokens, double& emitted) {
+  s.feed.assign(1, s.generated.back());
   const TokenHistory history{s.req.prompt.data(), static_cast<int64_t>(s.req.prompt.size()), s.generated.data(), static_cast<int64_t>(s.generated.size())};
   NgramDraftOptions opt;
   opt.max_tokens = options_.speculative_tokens;
-  const int64_t proposed = propose_ngram_draft(history, opt, std::min(room, max_draft), s.feed);
-  int64_t k = proposed;
-  if (options_.speculative_adaptive && proposed > 0) {
-    // The length whose expected tokens per unit of step time is best: more tokens emitted by the
-    // step (p + p^2 + ... + p^k on average) against its longer forward pass (step_cost.h).
-    const double p = (s.draft_hits + 1.0) / (s.draft_trials + 2.0);
-    double best = 1.02;  // a draft must gain 2% to be worth its risk
-    k = 0;
-    for (int64_t j = 1; j <= proposed; ++j) {
-      const double gain = (emitted + expected_accepted(p, j)) / emitted / step_cost_.ratio(step_tokens + j, step_tokens);
-      if (gain > best) best = gain, k = j;
-    }
-    if (k == 0) {  // not drafting: its record fades, so that a sequence whose text starts repeating tries again
-      s.draft_hits *= 0.97;
-      s.draft_trials *= 0.97;
-    }
-    emitted += expected_accepted(p, k);
-  }
+  const int64_t proposed = propose_ngram_draft(history, opt, draft_room(s, max_draft), s.feed);
+  const int64_t k = draft_length(s, proposed, step_tokens, emitted);
   s.feed.resize(static_cast<size_t>(1 + k));
   s.drafted = k;
   return k;
+}
+
+void Scheduler::draft_with_model(int64_t& budget, int64_t& step_tokens, double& emitted) {
+  std::vector<DraftModel::Want> wants;
+  std::vector<Sequence*> owners;
+  for (auto& sp : running_) {
+    Sequence& s = *sp;
+    s.drafted = 0;
+    if (s.prefilling() || !may_draft(s)) continue;
+    const int64_t k = draft_length(s, draft_room(s, budget), step_tokens, emitted);
+    if (k <= 0) continue;
+    budget -= k;
+    step_tokens += k;
+    wants.push_back({s.id, {s.req.prompt.data(), static_cast<int64_t>(s.req.prompt.size()), s.generated.data(), static_cast<int64_t>(s.generated.size())}, k});
+    owners.push_back(&s);
+  }
+  if (wants.empty()) return;
+  std::vector<std::vector<int32_t>> drafts;
+  try {
+    draft_model_->propose(wants, drafts);
+  } catch (const std::exception&) {
+    drafts.assign(wants.size(), {});  // a failed draft pass only costs the guesses: plain decoding goes on
+  }
+  for (size_t i = 0; i < owners.size(); ++i) {
+    Sequence& s = *owners[i];
+    s.feed.assign(1, s.generated.back());
+    s.feed.insert(s.feed.end(), drafts[i].begin(), drafts[i].end());
+    s.drafted = static_cast<int64_t>(drafts[i].size());
+  }
 }
 
 // Decoding sequences first (one token each, plus a draft to verify with speculative decoding, from
@@ -219,27 +262,38 @@ Schedule Scheduler::layout_step() {
   for (auto& sp : running_) budget -= sp->prefilling() ? 0 : 1;
   int64_t step_tokens = options_.max_batch_tokens - budget;  // the decoding sequences' tokens, then drafts
   double emitted = static_cast<double>(step_tokens);          // the tokens the step is expected to emit
+  // Drafts take at most half of what is left while prompts wait for their chunks, so that
+  // drafting never starves a prefill (their first token would wait without bound).
+  bool prefills = false;
+  for (auto& sp : running_) prefills = prefills || sp->prefilling();
+  int64_t draft_budget = prefills ? budget / 2 : budget;
+  budget -= draft_budget;
+  if (draft_model_ && options_.speculative_tokens > 0) draft_with_model(draft_budget, step_tokens, emitted);
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.prefilling()) continue;
     BatchEntry e;
     e.pos0 = s.n_past;
-    s.drafted = 0;
-    if (options_.speculative_tokens > 0 && !s.matcher && budget > 0) {
-      const int64_t drafted = draft(s, budget, step_tokens, emitted);
-      budget -= drafted;
-      step_tokens += drafted;
+    if (!draft_model_) {
+      s.drafted = 0;
+      if (options_.speculative_tokens > 0 && may_draft(s) && draft_budget > 0) {
+        const int64_t drafted = draft(s, draft_budget, step_tokens, emitted);
+        draft_budget -= drafted;
+        step_tokens += drafted;
+      }
+    }
+    if (s.drafted > 0) {
       e.tokens = s.feed.data();
       e.n_tokens = 1 + s.drafted;
-      e.all_logits = s.drafted > 0;  // each drafted position's logits decide whether it is kept
-    }
-    if (s.drafted == 0) {
+      e.all_logits = true;  // each drafted position's logits decide whether it is kept
+    } else {
       e.tokens = &s.generated.back();
       e.n_tokens = 1;
     }
     step.batch.push_back(e);
     step.seqs.push_back(&s);
   }
+  budget += draft_budget;  // what drafts left goes to the prompts
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (!s.prefilling() || budget <= 0) continue;
@@ -298,8 +352,10 @@ void Scheduler::update(const Schedule& step, const StepOutput& out, std::vector<
       const std::vector<int32_t>& tokens = out.tokens[i];
       // A drafting step wrote K/V for its feed; the rejected draft positions are written over later.
       const int64_t accepted = s.drafted > 0 && !tokens.empty() ? static_cast<int64_t>(tokens.size()) - 1 : 0;
+      // The draft model saw the history and its own guesses but the last: those accepted stay valid.
+      if (draft_model_ && s.drafted > 0) draft_model_->keep(s.id, s.n_past + 1 + std::min(accepted, s.drafted - 1));
       s.n_past += e.n_tokens - (s.drafted - accepted);
-      if (s.drafted > 0) {
+      if (s.drafted > 0 && !tokens.empty()) {  // a draft verified (not one whose sequence was cancelled)
         draft_tokens_ += static_cast<uint64_t>(s.drafted);
         accepted_tokens_ += static_cast<uint64_t>(accepted);
         s.draft_hits = 0.8 * s.draft_hits + static_cast<double>(accepted);

@@ -33,6 +33,7 @@
 #include "engine_options.h"
 #include "kv_cache.h"
 #include "model.h"
+#include "draft_model.h"
 #include "prompt_lookup.h"
 #include "request.h"
 #include "sampler.h"
@@ -106,8 +107,10 @@ struct StepOutput {
 
 class Scheduler {
  public:
-  // kv_blocks: the KV budget (kv_budget_blocks); context: positions one sequence may reach.
-  Scheduler(const ModelConfig& config, const EngineOptions& options, int64_t context, int64_t kv_blocks);
+  // kv_blocks: the KV budget (kv_budget_blocks); context: positions one sequence may reach;
+  // draft_model: drafts for speculative decoding instead of prompt lookup (or null).
+  Scheduler(const ModelConfig& config, const EngineOptions& options, int64_t context, int64_t kv_blocks,
+            std::unique_ptr<DraftModel> draft_model = nullptr);
 
   const KvCache& kv() const { return kv_; }
 
@@ -149,10 +152,22 @@ class Scheduler {
   // for themselves in a step of step_tokens tokens expected to emit `emitted` (adaptive); returns
   // the number drafted.
   int64_t draft(Sequence& s, int64_t max_draft, int64_t step_tokens, double& emitted);
+  // Of `available` draft tokens, how many to verify (adaptive: the most step time repays; else all).
+  int64_t draft_length(Sequence& s, int64_t available, int64_t step_tokens, double& emitted);
+  // With a draft model: the decoding sequences' drafts, all guessed together, into their feeds.
+  void draft_with_model(int64_t& budget, int64_t& step_tokens, double& emitted);
+  // The tokens the step may still draft for s (its limit, its max_tokens, the budget).
+  int64_t draft_room(const Sequence& s, int64_t budget) const;
+  // Whether s may draft at all (no grammar; sampled ones only where the host samples).
+  bool may_draft(const Sequence& s) const;
 
  public:
   // The engine's thread: the last step of `tokens` tokens took `ms` (for the adaptive draft length).
   void observe_step(int64_t tokens, double ms) { step_cost_.observe(tokens, ms); }
+  // Before the first step: the backend samples on its device, whose draw over the kept tokens is
+  // not the host sampler's, so sampled (temperature > 0) sequences must not verify drafts, which
+  // are sampled on the host: their seeded output would depend on whether a step drafted.
+  void set_device_sampling(bool on) { device_sampling_ = on; }
 
  private:
 
@@ -174,6 +189,8 @@ class Scheduler {
   uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
   uint64_t draft_tokens_ = 0, accepted_tokens_ = 0;
   StepCost step_cost_;  // engine's thread only
+  bool device_sampling_ = false;  // the backend samples on its device (set_device_sampling)
+  std::unique_ptr<DraftModel> draft_model_;  // engine's thread only
   std::atomic<uint64_t> generated_{0};
 };
 

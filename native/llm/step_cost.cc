@@ -15,8 +15,8 @@ void StepCost::observe(int64_t tokens, double ms) {
 }
 
 double StepCost::at(int64_t n) const {
-  if (seen_[n]) return ms_[n];
-  int64_t lo = n - 1, hi = n + 1;
+  if (n <= kMaxTokens && seen_[n]) return ms_[n];
+  int64_t lo = std::min(n - 1, kMaxTokens), hi = n + 1;
   while (lo >= 1 && !seen_[lo]) --lo;
   while (hi <= kMaxTokens && !seen_[hi]) ++hi;
   if (lo >= 1 && hi <= kMaxTokens) return ms_[lo] + (ms_[hi] - ms_[lo]) * static_cast<double>(n - lo) / static_cast<double>(hi - lo);
@@ -32,8 +32,10 @@ double StepCost::at(int64_t n) const {
 }
 
 double StepCost::ratio(int64_t n, int64_t n0) const {
-  n = std::clamp<int64_t>(n, 1, kMaxTokens);
-  n0 = std::clamp<int64_t>(n0, 1, kMaxTokens);
+  // Past the tracked sizes, at() extrapolates with the last slope seen (a clamp would make every
+  // draft look free to a batch of 64 sequences).
+  n = std::max<int64_t>(n, 1);
+  n0 = std::max<int64_t>(n0, 1);
   const double base = at(n0);
   return base > 0.0 ? at(n) / base : 1.0;
 }

@@ -21,12 +21,13 @@ class StepCost {
   // steps seen, interpolated between sizes seen, extrapolated past the largest with its last
   // slope; before a size above n0 has been seen, each token adds kPriorSlope of a 1-token step
   // (an optimistic guess, so that drafting starts and the first drafting steps measure it).
+  // Sizes past kMaxTokens are extrapolated from the largest ones seen.
   double ratio(int64_t n, int64_t n0) const;
 
   static constexpr double kPriorSlope = 0.05;
 
  private:
-  double at(int64_t n) const;  // the expected ms of a step of n tokens (n in 1..kMaxTokens)
+  double at(int64_t n) const;  // the expected ms of a step of n >= 1 tokens
 
   std::array<double, kMaxTokens + 1> ms_{};  // an exponential moving average per size
   std::array<bool, kMaxTokens + 1> seen_{};

@@ -165,6 +165,11 @@ export interface NativeLoadOptions {
    * drafts every proposal at full length.
    */
   speculativeAdaptive?: boolean;
+  /**
+   * A GGUF file of the same vocabulary whose greedy decoding drafts the speculativeTokens tokens
+   * (on the model's kind of backend, with a KV cache of its own), instead of prompt lookup.
+   */
+  draftModel?: string;
 }
 
 /** llmGenerate options; absent fields take the engine's defaults (llmOptionLimits.generate). */
@@ -270,6 +275,8 @@ export interface NativeModelInfo {
   kvBlockSize: number;
   maxBatchTokens: number;
   speculativeTokens: number;
+  /** The draft model's path, or null. */
+  draftModel: string | null;
   kernels: string;
 }
 

@@ -154,15 +154,17 @@ const CLUSTER_VECTORS_POSTGRES = `
       CREATE CONSTRAINT TRIGGER vector_collections_config AFTER INSERT OR DELETE ON vector_collections DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION platform_config_changed();
     `;
 
+const LIBRARY_SPECULATIVE = `
+      -- Speculative decoding of a library deployment: NULL, off; 'ngram:<k>', prompt lookup with up
+      -- to k draft tokens per step; 'draft:<k>', k tokens drafted by draft_model, a file of
+      -- MODELS_DIR as file is (src/llm/library/speculative.ts).
+      ALTER TABLE library_deployments ADD COLUMN speculative TEXT;
+      ALTER TABLE library_deployments ADD COLUMN draft_model TEXT;
+    `;
+
 // Roles and scopes of API keys (issue 22, src/auth/permissions.ts). Keys made before roles
 // existed become admin with no scope, so that they keep doing what they did. A scope list is a
 // JSON array of names; NULL means unscoped (every project, collection or tenant).
-const LIBRARY_SPECULATIVE = `
-      -- Speculative decoding of a library deployment: NULL, off; 'ngram:<k>', prompt lookup with up
-      -- to k draft tokens per step (src/llm/library/speculative.ts).
-      ALTER TABLE library_deployments ADD COLUMN speculative TEXT;
-    `;
-
 const KEY_ROLES = `
       ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin' CHECK (role IN ('admin', 'maintainer', 'member', 'inference'));
       ALTER TABLE api_keys ADD COLUMN scope_project TEXT;

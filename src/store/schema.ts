@@ -97,8 +97,10 @@ export interface LibraryDeploymentsTable {
   failure_kind: 'missing_file' | 'load_error' | 'interrupted' | null;
   /** On how many replicas it runs; null: every replica. */
   replicas: Generated<number | null>;
-  /** Speculative decoding: null, off; "ngram:<k>" (migration 13). */
+  /** Speculative decoding: null, off; "ngram:<k>" or "draft:<k>" (migration 13). */
   speculative: Generated<string | null>;
+  /** The draft model of "draft:<k>": a file relative to MODELS_DIR (migration 13). */
+  draft_model: Generated<string | null>;
 }
 
 /** One row (id 1): the configuration version, bumped by triggers on every routing change (migration 9). */

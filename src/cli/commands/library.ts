@@ -27,6 +27,8 @@ export interface LibraryDeploymentJson {
   threads: number | null;
   /** Speculative decoding: "ngram:<k>", or null (absent from older hosts). */
   speculative?: string | null;
+  /** The draft model of "draft:<k>" (absent from older hosts). */
+  draft_model?: string | null;
   /** On how many replicas it runs; null: every replica. */
   placement: number | null;
   /** GET of one deployment: of the replicas it is placed on, how many have it loaded. */
@@ -116,16 +118,17 @@ export function registerLibraryCommands(program: Command, models: Command): void
     .option('--instance-type <type>', 'cpu or cuda', 'cpu')
     .option('--threads <n>', 'CPU threads (default: all cores)')
     .option('--replicas <n>', 'run on this many replicas of the host (default: every replica); the others forward its requests')
-    .option('--speculative <method:k>', 'speculative decoding: ngram:<k> verifies up to k tokens drafted from the request\'s own text per step (1-16)')
+    .option('--speculative <method:k>', 'speculative decoding: ngram:<k> verifies up to k tokens drafted from the request\'s own text per step, draft:<k> up to k drafted by --draft-model (k 1-16)')
+    .option('--draft-model <file>', 'a smaller GGUF of MODELS_DIR with the same vocabulary that drafts (--speculative draft:4 unless given)')
     .option('--wait', 'follow the load until the model is live')
-    .action(async (file: string, opts: { modelId: string; name?: string; instanceType: string; threads?: string; replicas?: string; speculative?: string; wait?: boolean }) => {
+    .action(async (file: string, opts: { modelId: string; name?: string; instanceType: string; threads?: string; replicas?: string; speculative?: string; draftModel?: string; wait?: boolean }) => {
       if (!isInstanceType(opts.instanceType)) throw usageError('--instance-type must be cpu or cuda');
       if (opts.name !== undefined && opts.name.trim() === '') throw usageError('--name must not be empty');
       const client = clientFromEnv();
       const n = threads(opts.threads);
       const replicas = positive('--replicas', opts.replicas);
       if (opts.speculative !== undefined && !new RegExp(SPECULATIVE_PATTERN).test(opts.speculative)) {
-        throw usageError('--speculative must be ngram:<k> with k from 1 to 16 (prompt lookup); a draft model is not offered yet');
+        throw usageError('--speculative must be ngram:<k> (prompt lookup) or draft:<k> (with --draft-model), k from 1 to 16');
       }
       const dep = await client.request<LibraryDeploymentJson>('POST', '/api/v1/library/deployments', {
         body: {
@@ -136,6 +139,7 @@ export function registerLibraryCommands(program: Command, models: Command): void
           ...(n !== undefined ? { threads: n } : {}),
           ...(replicas !== undefined ? { replicas } : {}),
           ...(opts.speculative !== undefined ? { speculative: opts.speculative } : {}),
+          ...(opts.draftModel !== undefined ? { draft_model: opts.draftModel } : {}),
         },
       });
       process.stdout.write(`${dep.model_id}\n`);
@@ -157,7 +161,7 @@ export function registerLibraryCommands(program: Command, models: Command): void
         d.name,
         d.file,
         d.general_name ?? '-',
-        `${d.instance_type}${d.threads !== null ? `/${d.threads}` : ''}${d.speculative ? `, ${d.speculative}` : ''}`,
+        `${d.instance_type}${d.threads !== null ? `/${d.threads}` : ''}${d.speculative ? `, ${d.speculative}${d.draft_model ? ` (${d.draft_model})` : ''}` : ''}`,
         d.status + (d.reason ? `: ${d.reason}` : ''),
       ]);
       process.stdout.write(formatTable(['MODEL ID', 'NAME', 'FILE', 'GENERAL NAME', 'INSTANCE', 'STATUS'], rows));

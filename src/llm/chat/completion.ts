@@ -23,8 +23,8 @@ export interface CompletionResult {
   queuedMs: number;
 }
 
-/** The request field that holds the prompt: `messages` (chat) or `prompt` (legacy completions). */
-export type PromptField = 'messages' | 'prompt';
+/** The request field that holds the prompt: `messages` (chat), `prompt` (legacy completions) or `input` (embeddings). */
+export type PromptField = 'messages' | 'prompt' | 'input';
 
 /** Engine errors as HTTP errors: full queue 429, oversized prompt 400 (naming `promptField`), unloaded 503. */
 export function engineError(err: unknown, promptField: PromptField = 'messages'): unknown {

@@ -8,6 +8,7 @@ export type LlmErrorCode =
   | 'kv_cache' // the prompt does not fit the KV cache budget at all (HTTP 400)
   | 'unloaded' // the model was unloaded (HTTP 503)
   | 'load_failed' // the GGUF file could not be loaded
+  | 'cancelled' // the caller cancelled the request (nobody waits for its answer)
   | 'engine'; // the forward pass failed
 
 export class LlmEngineError extends Error {

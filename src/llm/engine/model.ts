@@ -269,18 +269,28 @@ export class LlmModel {
    * are used: the last position's hidden state after the model's output norm, L2-normalized
    * (Float32Array of embeddingLength). Goes through the same scheduler as generate().
    */
-  embed(tokens: number[] | Int32Array): Promise<Float32Array> {
+  embed(tokens: number[] | Int32Array, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
     const h = this.live();
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(new LlmEngineError('cancelled', 'embedding request cancelled'));
     let id: number;
     try {
       id = this.addon.llmEmbed(h, tokens);
     } catch (error) {
       return Promise.reject(fromNative(error));
     }
+    // Aborting cancels the request in the engine (its kDone then says cancelled).
+    const onAbort = () => {
+      if (this.handle) this.addon.llmCancel(this.handle, id);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
     return new Promise<Float32Array>((resolve, reject) => {
       this.listeners.set(id, (e) => {
+        if (e.type === 'token') return;
+        signal?.removeEventListener('abort', onAbort);
         if (e.type === 'embedding' && e.embedding) resolve(e.embedding);
-        else if (e.type !== 'token') reject(new LlmEngineError(e.finishReason === 'cancelled' ? 'unloaded' : 'engine', e.error ?? `embedding request ${e.finishReason}`));
+        else if (signal?.aborted) reject(new LlmEngineError('cancelled', 'embedding request cancelled'));
+        else reject(new LlmEngineError(e.finishReason === 'cancelled' ? 'unloaded' : 'engine', e.error ?? `embedding request ${e.finishReason}`));
       });
     });
   }

@@ -26,8 +26,10 @@ export interface InstanceOptions {
   maxRunningSequences?: number;
   maxQueued?: number;
   kvCacheBytes?: number;
-  /** Prompt-lookup draft tokens verified per decoding step (0: no speculative decoding). */
+  /** Draft tokens verified per decoding step (0: no speculative decoding). */
   speculativeTokens?: number;
+  /** The path of the draft model (speculative decoding by a draft model instead of prompt lookup). */
+  draftModel?: string;
 }
 
 export class LlmInstance {

@@ -17,7 +17,7 @@ import { LIBRARY_PROJECT } from '../../models/names.js';
 import { fileStem, findInCatalog, generalNameOf, listCatalog } from './catalog.js';
 import type { InstanceType } from '../../native/surface.js';
 import { LlmInstance, ModelFileMissingError, type InstanceOptions } from './instance.js';
-import { speculativeTokens } from './speculative.js';
+import { speculativeSetting, speculativeTokens } from './speculative.js';
 import { holdsLibraryModel, libraryLoadId, type ReplicaRecord } from '../../cluster/replicas.js';
 import { placement } from '../../cluster/placement.js';
 
@@ -49,8 +49,10 @@ export interface LibraryDeployment {
   failureKind: LibraryFailureKind | null;
   /** On how many replicas it runs; null: on every replica. */
   replicas: number | null;
-  /** Speculative decoding: "ngram:<k>" (speculative.ts), or null for none. */
+  /** Speculative decoding: "ngram:<k>" or "draft:<k>" (speculative.ts), or null for none. */
   speculative: string | null;
+  /** The draft model of "draft:<k>", relative to MODELS_DIR. */
+  draftModel: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -70,6 +72,7 @@ const toRecord = (r: Row): LibraryDeployment => ({
   failureKind: r.failure_kind,
   replicas: r.replicas ?? null,
   speculative: r.speculative ?? null,
+  draftModel: r.draft_model ?? null,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -243,11 +246,15 @@ export class LibraryService {
     name: string | null = null,
     sourceParam = 'name',
     speculative: string | null = null,
+    draftModel: string | null = null,
   ): Promise<LibraryDeployment> {
     this.checkInstanceType(instanceType);
     if (name !== null) checkDeploymentName(name);
+    const setting = speculativeSetting(speculative, draftModel);
     const entry = await findInCatalog(this.options.modelsDir, source, sourceParam);
     if (!entry) throw notFound(`no GGUF file or model named "${source}" in MODELS_DIR; see "platform library list"`, sourceParam);
+    const draft = draftModel === null ? null : await findInCatalog(this.options.modelsDir, draftModel, 'draft_model');
+    if (draftModel !== null && !draft) throw notFound(`no GGUF file or model named "${draftModel}" in MODELS_DIR for draft_model; see "platform library list"`, 'draft_model');
     const deploymentName = name ?? fileStem(entry.file);
     const now = this.clock();
     const row: Row = {
@@ -262,7 +269,8 @@ export class LibraryService {
       reason: null,
       failure_kind: null,
       replicas,
-      speculative,
+      speculative: setting,
+      draft_model: draft?.file ?? null,
       created_at: now,
       updated_at: now,
     };
@@ -337,7 +345,7 @@ export class LibraryService {
     const task = (async () => {
       let next: LlmInstance | undefined;
       try {
-        next = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType, threads, speculativeTokens: speculativeTokens(dep.speculative), ...this.options.engine });
+        next = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), { instanceType, threads, ...this.speculativeOptions(dep), ...this.options.engine });
         const updated = await this.db
           .updateTable('library_deployments')
           .set({ instance_type: instanceType, threads, updated_at: this.clock() })
@@ -567,6 +575,14 @@ export class LibraryService {
     return { kind: 'load_error', reason: (err as Error).message };
   }
 
+  /** The engine's speculative decoding options for a deployment. */
+  private speculativeOptions(dep: LibraryDeployment): Pick<InstanceOptions, 'speculativeTokens' | 'draftModel'> {
+    return {
+      speculativeTokens: speculativeTokens(dep.speculative),
+      ...(dep.draftModel !== null ? { draftModel: path.join(this.options.modelsDir, dep.draftModel) } : {}),
+    };
+  }
+
   /** Loads `modelId` here, unless a load of it already runs (then that one's promise). */
   private startLoad(modelId: string): Promise<void> {
     const running = this.loadingTasks.get(modelId);
@@ -583,7 +599,7 @@ export class LibraryService {
         instance = await LlmInstance.load(path.join(this.options.modelsDir, dep.file), {
           instanceType: dep.instanceType,
           threads: dep.threads,
-          speculativeTokens: speculativeTokens(dep.speculative),
+          ...this.speculativeOptions(dep),
           ...this.options.engine,
         });
         // On its own the service makes it LIVE now; in a replica, once every replica it is placed on has it.

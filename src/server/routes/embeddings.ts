@@ -15,6 +15,7 @@
 // An embedding model answers 400 on the chat routes (openai-answers.ts).
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidArgument } from '../../errors.js';
+import { engineError } from '../../llm/chat/completion.js';
 import { allowsShorterDimensions, truncateEmbedding, type Embedder } from '../../llm/embed/index.js';
 import type { LibraryService } from '../../llm/library/service.js';
 import type { LlmMetrics } from '../../llm/metrics.js';
@@ -160,7 +161,7 @@ export async function answerEmbeddings(services: EmbeddingsRouteOptions, request
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
-  const vectors = embedder ? await encode(services, modelId, embedder, tokens) : await lastTokens(services, modelId, tokens);
+  const vectors = embedder ? await encode(services, modelId, embedder, tokens) : await lastTokens(services, modelId, tokens, reply);
   const promptTokens = tokens.reduce((s, t) => s + t.length, 0);
   return {
     object: 'list',
@@ -188,14 +189,33 @@ async function encode(services: EmbeddingsRouteOptions, modelId: string, embedde
   return vectors;
 }
 
-/** A chat model's vectors by last-token pooling: DECODER_CONCURRENCY inputs in its scheduler at a time, on the live instance. */
-async function lastTokens(services: EmbeddingsRouteOptions, modelId: string, tokens: number[][]): Promise<Float32Array[]> {
+/**
+ * A chat model's vectors by last-token pooling: DECODER_CONCURRENCY inputs in its scheduler at a
+ * time, on the live instance. The first failure, or the client going away, cancels the inputs in
+ * the scheduler and submits no more; engine errors become HTTP ones (a full queue 429, naming
+ * `input` for one too long).
+ */
+async function lastTokens(services: EmbeddingsRouteOptions, modelId: string, tokens: number[][], reply: FastifyReply): Promise<Float32Array[]> {
   const vectors: Float32Array[] = new Array(tokens.length);
+  const abort = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) abort.abort();
+  };
+  reply.raw.once('close', onClose);
   let next = 0;
   const worker = async () => {
-    for (let i = next++; i < tokens.length; i = next++) vectors[i] = await services.library.instance(modelId).model.embed(tokens[i]!);
+    for (let i = next++; i < tokens.length && !abort.signal.aborted; i = next++) {
+      vectors[i] = await services.library.instance(modelId).model.embed(tokens[i]!, { signal: abort.signal });
+    }
   };
-  await Promise.all(Array.from({ length: Math.min(DECODER_CONCURRENCY, tokens.length) }, worker));
+  try {
+    await Promise.all(Array.from({ length: Math.min(DECODER_CONCURRENCY, tokens.length) }, worker));
+  } catch (err) {
+    abort.abort();
+    throw engineError(err, 'input');
+  } finally {
+    reply.raw.off('close', onClose);
+  }
   return vectors;
 }
 

@@ -25,6 +25,7 @@ const deploymentSchema = {
     'instance_type',
     'threads',
     'speculative',
+    'draft_model',
     'placement',
     'pending_instance_type',
     'last_instance_error',
@@ -46,6 +47,8 @@ const deploymentSchema = {
     threads: { type: ['integer', 'null'] },
     // Speculative decoding: "ngram:<k>" (prompt lookup), or null.
     speculative: { type: ['string', 'null'] },
+    // The draft model of "draft:<k>", a file of MODELS_DIR.
+    draft_model: { type: ['string', 'null'] },
     // On how many replicas it runs; null: every replica.
     placement: { type: ['integer', 'null'] },
     pending_instance_type: { type: ['string', 'null'] },
@@ -109,6 +112,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
     instance_type: d.instanceType,
     threads: d.threads,
     speculative: d.speculative,
+    draft_model: d.draftModel,
     placement: d.replicas,
     pending_instance_type: library.pendingInstance.get(d.modelId) ?? null,
     last_instance_error: library.instanceErrors.get(d.modelId) ?? null,
@@ -151,7 +155,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
     },
   );
 
-  app.post<{ Body: { file?: string; name?: string; model_id: string; instance_type?: InstanceType; threads?: number; replicas?: number; speculative?: string } }>(
+  app.post<{ Body: { file?: string; name?: string; model_id: string; instance_type?: InstanceType; threads?: number; replicas?: number; speculative?: string; draft_model?: string } }>(
     '/api/v1/library/deployments',
     {
       // Library models are made in project "library".
@@ -177,7 +181,13 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
             speculative: {
               type: 'string',
               pattern: SPECULATIVE_PATTERN,
-              description: `Speculative decoding by prompt lookup: "ngram:<k>" verifies up to k (1 to ${MAX_SPECULATIVE_TOKENS}) tokens drafted from the request's own text at each step; the output is unchanged (default: off)`,
+              description: `Speculative decoding: "ngram:<k>" verifies up to k (1 to ${MAX_SPECULATIVE_TOKENS}) tokens drafted from the request's own text at each step, "draft:<k>" up to k tokens drafted by draft_model; the output is unchanged (default: off)`,
+            },
+            draft_model: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 1024,
+              description: 'A GGUF file of MODELS_DIR with the model\'s vocabulary, smaller, that drafts for speculative decoding (speculative defaults to draft:4)',
             },
           },
         },
@@ -185,7 +195,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
       },
     },
     async (request, reply) => {
-      const { file, name, model_id, instance_type = 'cpu', threads, replicas: count, speculative } = request.body;
+      const { file, name, model_id, instance_type = 'cpu', threads, replicas: count, speculative, draft_model } = request.body;
       // Without "file", "name" names the file (the form older clients send) and the name is the default.
       const source = file ?? name;
       if (source === undefined) throw invalidArgument('"file" is required: the GGUF file of MODELS_DIR to deploy (see GET /api/v1/library)', 'file');
@@ -198,6 +208,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
         file !== undefined ? (name ?? null) : null,
         file !== undefined ? 'file' : 'name',
         speculative ?? null,
+        draft_model ?? null,
       );
       reply.code(202);
       return json(dep, (await library.generalNames([dep])).get(dep.modelId) ?? null);
