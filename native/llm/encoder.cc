@@ -9,6 +9,7 @@
 
 #include "../backends/cpu/gemm.h"
 #include "../core/thread_pool.h"
+#include "gguf_tensors.h"
 
 namespace platform::llm {
 namespace {
@@ -18,52 +19,12 @@ using ggml::GgufFile;
 using ggml::GgufTensor;
 using ggml::WeightMatrix;
 
-std::string shape_string(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-const GgufTensor& require_tensor(const GgufFile& f, const std::string& name, const std::vector<int64_t>& dims) {
-  const GgufTensor* t = f.tensor(name);
-  if (t == nullptr) throw GgufError("missing tensor '" + name + "'");
-  if (t->dims != dims) {
-    throw GgufError("tensor '" + name + "' has shape " + shape_string(t->dims) + ", expected " + shape_string(dims));
-  }
-  return *t;
-}
-
-// A 2-D GGUF tensor [cols, rows] (dims[0] contiguous) as a row-major [rows, cols] matrix.
-WeightMatrix matrix(const GgufFile& f, const std::string& name, int64_t rows, int64_t cols) {
-  const GgufTensor& t = require_tensor(f, name, {cols, rows});
-  WeightMatrix w;
-  w.type = t.type;
-  w.rows = rows;
-  w.cols = cols;
-  w.row_bytes = ggml::row_bytes(t.type, cols);
-  w.data = t.data;
-  return w;
-}
-
 // Rows [r0, r0 + rows) of a matrix: a view, no copy (attn_qkv holds Q, K and V one after another).
 WeightMatrix row_slice(const WeightMatrix& w, int64_t r0, int64_t rows) {
   WeightMatrix s = w;
   s.rows = rows;
   s.data = w.data + r0 * w.row_bytes;
   return s;
-}
-
-std::vector<float> vector_f32(const GgufTensor& t, int64_t n) {
-  std::vector<float> v(static_cast<size_t>(n));
-  ggml::dequantize_row(t.type, t.data, v.data(), n);
-  return v;
-}
-
-int64_t require_uint(const GgufFile& f, const std::string& key) {
-  const auto v = f.get_uint(key);
-  if (!v) throw GgufError("missing metadata key '" + key + "'");
-  if (*v == 0 || *v > (uint64_t{1} << 31)) throw GgufError("metadata key '" + key + "' is out of range");
-  return static_cast<int64_t>(*v);
 }
 
 // out[t] = (in[t] - mean) / sqrt(var + eps) * w + b, per row of `dim` (ggml_norm, then scale and
