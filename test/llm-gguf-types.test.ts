@@ -5,14 +5,15 @@
 // table, and the engine supports the quantizations the README promises.
 import { describe, expect, it } from 'vitest';
 
-import { ggmlTypeTraits } from '../src/llm/gguf/ggml-types.js';
+import { ENGINE_TENSOR_TYPES, ggmlTypeTraits } from '../src/llm/gguf/ggml-types.js';
 import { loadTestingAddon } from './helpers/testing-addon.js';
 
 const engineTypes = loadTestingAddon().ggmlTypes();
 
 describe('the GGML type table', () => {
-  it('the engine supports the types the README lists', () => {
+  it('the engine supports the types the README lists, which the catalogue calls loadable', () => {
     expect(engineTypes.map((t) => t.name).sort()).toEqual(['BF16', 'F16', 'F32', 'Q4_0', 'Q4_K', 'Q6_K', 'Q8_0']);
+    expect([...ENGINE_TENSOR_TYPES].sort()).toEqual(engineTypes.map((t) => t.name).sort());
   });
 
   it('every type the engine supports has the same geometry in the reader', () => {

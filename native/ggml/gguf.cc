@@ -242,8 +242,9 @@ void GgufFile::parse() {
     const uint32_t type = c.read<uint32_t>("tensor type");
     const TypeInfo* info = type_info(type);
     if (info == nullptr) {
-      throw GgufError("unsupported tensor type " + std::to_string(type) + " for tensor '" + t.name +
-                      "' (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+      const char* name = ggml_type_name(type);
+      throw GgufError("unsupported tensor type " + (name ? std::string(name) + " (" + std::to_string(type) + ")" : std::to_string(type)) +
+                      " for tensor '" + t.name + "' (supported: " + supported_type_names() + ")");
     }
     t.type = static_cast<Type>(type);
     if (t.dims[0] % info->block_elems != 0) {

@@ -3,6 +3,18 @@
 
 namespace platform::ggml {
 
+const char* ggml_type_name(uint32_t type_id) {
+  // ggml.h's enum ggml_type; ids it retired (4, 5, 31-33, 36-38) are absent.
+  static const char* const kNames[] = {"F32",   "F16",   "Q4_0",    "Q4_1",   "",       "",      "Q5_0",   "Q5_1",  "Q8_0",  "Q8_1",
+                                       "Q2_K",  "Q3_K",  "Q4_K",    "Q5_K",   "Q6_K",   "Q8_K",  "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
+                                       "IQ4_NL", "IQ3_S", "IQ2_S",  "IQ4_XS", "I8",     "I16",   "I32",    "I64",   "F64",   "IQ1_M",
+                                       "BF16",  "",      "",        "",       "TQ1_0",  "TQ2_0", "",       "",      "",      "MXFP4"};
+  if (type_id >= sizeof(kNames) / sizeof(kNames[0]) || kNames[type_id][0] == '\0') return nullptr;
+  return kNames[type_id];
+}
+
+const char* supported_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K"; }
+
 const TypeInfo* type_info(uint32_t type_id) {
   static const TypeInfo kF32{"F32", 1, 4}, kF16{"F16", 1, 2}, kBF16{"BF16", 1, 2},
       kQ8_0{"Q8_0", kQK, sizeof(BlockQ8_0)}, kQ4_0{"Q4_0", kQK, sizeof(BlockQ4_0)},

@@ -61,6 +61,11 @@ struct TypeInfo {
 
 // nullptr for a type id this engine does not support.
 const TypeInfo* type_info(uint32_t type_id);
+// ggml's name for any type id it defines (Q5_K, IQ4_XS, MXFP4...), supported here or not; nullptr
+// for an id ggml does not define. For the messages that refuse a file.
+const char* ggml_type_name(uint32_t type_id);
+// The names of the supported types, "F32, F16, ...".
+const char* supported_type_names();
 inline const char* type_name(Type t) { return type_info(static_cast<uint32_t>(t))->name; }
 // Bytes of a row of n elements (n must be a multiple of the block size).
 inline int64_t row_bytes(Type t, int64_t n) {

@@ -10,7 +10,7 @@ import { waitForDeployment } from './models.js';
 import { SPECULATIVE_PATTERN } from '../../llm/library/speculative.js';
 
 interface CatalogJson {
-  models: Array<{ name: string; file: string; size_bytes: number; architecture: string; parameters: number; quantization: string; context_length: number | null; license: string | null; license_link: string | null; serves?: 'chat' | 'embeddings' }>;
+  models: Array<{ name: string; file: string; size_bytes: number; architecture: string; parameters: number; quantization: string; context_length: number | null; license: string | null; license_link: string | null; serves?: 'chat' | 'embeddings'; unsupported?: string | null }>;
   problems: Array<{ file: string; error: string }>;
 }
 
@@ -103,9 +103,11 @@ export function registerLibraryCommands(program: Command, models: Command): void
         m.quantization,
         m.context_length === null ? '-' : String(m.context_length),
         [m.license, m.license_link].filter(Boolean).join(' ') || '-',
-        m.serves ?? 'chat',
+        m.unsupported ? 'cannot load (below)' : (m.serves ?? 'chat'),
       ]);
       process.stdout.write(formatTable(['NAME', 'FILE', 'SIZE', 'ARCH', 'PARAMS', 'QUANT', 'CONTEXT', 'LICENCE', 'SERVES'], rows));
+      // Files the engine cannot load, and why, before anyone deploys them.
+      for (const m of res.models) if (m.unsupported) process.stdout.write(`cannot load ${m.file}: ${m.unsupported}\n`);
       for (const p of res.problems) process.stderr.write(`skipped ${p.file}: ${p.error}\n`);
     });
 

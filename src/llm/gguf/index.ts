@@ -17,6 +17,7 @@ export {
   type GgufModelInfo,
 } from './model-info.js';
 export {
+  ENGINE_TENSOR_TYPES,
   GgmlType,
   fileTypeName,
   ggmlTensorBytes,

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { invalidArgument } from '../../errors.js';
 import { EMBEDDING_ARCHITECTURES } from '../embed/index.js';
 import { GgufError, GgufMetadata, modelInfo, readGguf, type GgufFile } from '../gguf/index.js';
+import { unsupportedReason } from './loadable.js';
 
 export interface CatalogEntry {
   /** `general.name`, or the file name without .gguf. */
@@ -21,6 +22,8 @@ export interface CatalogEntry {
   chatTemplate: boolean;
   /** What a deployment of the file serves: embeddings (bert, nomic-bert) or chat and completions. */
   serves: 'embeddings' | 'chat';
+  /** Why the engine cannot load the file (its architecture or tensor types), or null when it can. */
+  unsupported: string | null;
 }
 
 export interface CatalogProblem {
@@ -45,6 +48,7 @@ export async function describeGguf(modelsDir: string, relative: string, file?: G
     licenseLink: meta.optString('general.license.link') ?? null,
     chatTemplate: info.chatTemplate !== null,
     serves: EMBEDDING_ARCHITECTURES.includes(info.architecture) ? 'embeddings' : 'chat',
+    unsupported: unsupportedReason(gguf, info.architecture),
   };
 }
 

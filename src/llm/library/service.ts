@@ -253,6 +253,7 @@ export class LibraryService {
     const setting = speculativeSetting(speculative, draftModel);
     const entry = await findInCatalog(this.options.modelsDir, source, sourceParam);
     if (!entry) throw notFound(`no GGUF file or model named "${source}" in MODELS_DIR; see "platform library list"`, sourceParam);
+    if (entry.unsupported !== null) throw invalidArgument(`"${entry.file}" cannot be loaded: ${entry.unsupported}`, sourceParam);
     const draft = draftModel === null ? null : await findInCatalog(this.options.modelsDir, draftModel, 'draft_model');
     if (draftModel !== null && !draft) throw notFound(`no GGUF file or model named "${draftModel}" in MODELS_DIR for draft_model; see "platform library list"`, 'draft_model');
     const deploymentName = name ?? fileStem(entry.file);

@@ -71,7 +71,7 @@ const catalogSchema = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['name', 'file', 'size_bytes', 'architecture', 'parameters', 'quantization', 'context_length', 'license', 'license_link', 'chat_template', 'serves'],
+        required: ['name', 'file', 'size_bytes', 'architecture', 'parameters', 'quantization', 'context_length', 'license', 'license_link', 'chat_template', 'serves', 'unsupported'],
         properties: {
           name: { type: 'string' },
           file: { type: 'string' },
@@ -85,6 +85,8 @@ const catalogSchema = {
           chat_template: { type: 'boolean' },
           // embeddings: a bert / nomic-bert file (POST /v1/<model_id>/embeddings); chat: the chat and completion routes
           serves: { type: 'string', enum: ['chat', 'embeddings'] },
+          // Why the engine cannot load the file (architecture or tensor types), or null: a deploy of it is refused.
+          unsupported: { type: ['string', 'null'] },
         },
       },
     },
@@ -137,6 +139,7 @@ export const libraryRoutes: FastifyPluginAsync<{ library: LibraryService; replic
         license_link: m.licenseLink,
         chat_template: m.chatTemplate,
         serves: m.serves,
+        unsupported: m.unsupported,
       })),
       problems,
     };
