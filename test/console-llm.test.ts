@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Api, apiClient, expectStatus, waitForDeployment } from './helpers/api.js';
 import { launchChromium, screenshotBothWidths, SCREENSHOT_DIR, tabTo, unlabelledControls, WIDE, blurFocus } from './helpers/browser.js';
 import { listen, startInProcessHost, tokenFor, type TestHost } from './helpers/in-process-host.js';
-import { writeTinyChatModel } from './helpers/llm-models.js';
+import { spmVocab, writeTinyChatModel } from './helpers/llm-models.js';
+import { tinyModel, writeGguf } from './helpers/gguf-writer.js';
 import { linearModel } from './helpers/models.js';
 import { tempDir } from './helpers/paths.js';
 
@@ -55,6 +56,9 @@ beforeAll(async () => {
   writeTinyChatModel(modelsDir, 'tiny-chat', { license: 'apache-2.0' });
   // A larger (still random) model, slow enough to stop mid-answer; deployed through the API.
   writeTinyChatModel(modelsDir, 'story-chat', { nEmbd: 384, nLayer: 6, nCtx: 2048, seed: 5 });
+  // A file the engine cannot load (its header says gemma2): listed with why, and no Deploy button.
+  const gemma = tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: 64, nLayer: 1, nHead: 4, nHeadKv: 2, nFf: 128, nCtx: 256, seed: 6, name: 'gemma-chat' }).spec;
+  writeGguf(path.join(modelsDir, 'gemma-chat.gguf'), { ...gemma, metadata: { ...gemma.metadata, 'general.architecture': 'gemma2' } });
   host = await listen(await startInProcessHost({ MODELS_DIR: modelsDir }));
   const auth = await tokenFor(host, 'console-llm');
   key = auth.key;
@@ -114,7 +118,7 @@ describe('the LLM pages in the browser', () => {
     const table = page.getByRole('table', { name: /GGUF catalogue/ });
     await table.waitFor();
     const catalog = await ok<{ models: Array<{ name: string; file: string; size_bytes: number; quantization: string; license: string }> }>('GET', '/api/v1/library');
-    expect(catalog.models.map((m) => m.name).sort()).toEqual(['story-chat', 'tiny-chat']);
+    expect(catalog.models.map((m) => m.name).sort()).toEqual(['gemma-chat', 'story-chat', 'tiny-chat']);
     const entry = catalog.models.find((m) => m.name === 'tiny-chat')!;
     const tinyRow = table.locator('tbody tr').filter({ has: page.getByRole('rowheader', { name: /^tiny-chat/ }) });
     const row = (await tinyRow.textContent())!;
@@ -125,6 +129,11 @@ describe('the LLM pages in the browser', () => {
     expect(row).toMatch(/\d+(\.\d)? (KiB|MiB)/);
     expect(row).toContain('not deployed');
     expect(await table.locator('tbody tr').filter({ has: page.getByRole('rowheader', { name: /^story-chat/ }) }).textContent()).toContain('story');
+    const gemmaRow = table.locator('tbody tr').filter({ has: page.getByRole('rowheader', { name: /^gemma-chat/ }) });
+    expect(await gemmaRow.textContent()).toContain('cannot load (below)');
+    expect(await gemmaRow.getByRole('button').count()).toBe(0);
+    const cannot = page.locator('.problems').filter({ has: page.getByRole('heading', { name: 'Files the engine cannot load' }) });
+    expect(await cannot.textContent()).toContain("gemma-chat.gguf: architecture 'gemma2' is not supported (supported: llama, qwen2, bert, nomic-bert)");
     await screenshotBothWidths(page, '30-library');
   });
 

@@ -134,6 +134,10 @@ export interface CatalogEntry {
   license: string | null;
   license_link: string | null;
   chat_template: boolean;
+  /** What a deployment serves: chat and completions, or embeddings (bert, nomic-bert). */
+  serves: 'chat' | 'embeddings';
+  /** Why the engine cannot load the file, or null when it can (a deploy of it is refused). */
+  unsupported: string | null;
 }
 
 export interface Catalog {

@@ -118,7 +118,10 @@ export function LibraryPage() {
                     <td data-label="Quantization">
                       <code>{m.quantization}</code>
                     </td>
-                    <td data-label="Architecture">{m.architecture}</td>
+                    <td data-label="Architecture">
+                      {m.architecture}
+                      {m.serves === 'embeddings' ? <span class="sub">embeddings</span> : null}
+                    </td>
                     <td data-label="Parameters" class="num">
                       {paramCount(m.parameters)}
                     </td>
@@ -130,15 +133,33 @@ export function LibraryPage() {
                     </td>
                     <td data-label="Deployed as">{as.length > 0 ? as.join(', ') : <span class="hint">not deployed</span>}</td>
                     <td class="action">
-                      <button type="button" class="secondary" aria-label={`Deploy ${m.name}`} onClick={() => setChosen(m)}>
-                        Deploy…
-                      </button>
+                      {m.unsupported !== null ? (
+                        <span class="hint">cannot load (below)</span>
+                      ) : (
+                        <button type="button" class="secondary" aria-label={`Deploy ${m.name}`} onClick={() => setChosen(m)}>
+                          Deploy…
+                        </button>
+                      )}
                     </td>
                   </tr>
                 );
               })}
             </tbody>
           </table>
+        </div>
+      ) : null}
+      {catalog && catalog.models.some((m) => m.unsupported !== null) ? (
+        <div class="problems">
+          <h2>Files the engine cannot load</h2>
+          <ul>
+            {catalog.models
+              .filter((m) => m.unsupported !== null)
+              .map((m) => (
+                <li key={m.file}>
+                  <code>{m.file}</code>: <span class="reason">{m.unsupported}</span>
+                </li>
+              ))}
+          </ul>
         </div>
       ) : null}
       {catalog && catalog.problems.length > 0 ? (
