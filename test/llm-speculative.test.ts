@@ -16,7 +16,7 @@ import { Tokenizer } from '../src/llm/tokenizer/index.js';
 import { seededRandom, tinyModel, writeGguf } from './helpers/gguf-writer.js';
 import { apiClient, type Api } from './helpers/api.js';
 import type { TestHost } from './helpers/in-process-host.js';
-import { libraryHost } from './helpers/library.js';
+import { libraryHost, waitForDeployment } from './helpers/library.js';
 import { spmVocab } from './helpers/llm-models.js';
 import { plainVocab, referenceModel } from './helpers/llm-reference.js';
 import { tempDir } from './helpers/paths.js';
@@ -239,12 +239,7 @@ describe('speculative decoding through the host', () => {
     const res = await api('POST', '/api/v1/library/deployments', { file: 'loopy.gguf', name: 'loopy-fast', model_id: 'fast', speculative: 'ngram:4' });
     expect(res.status).toBe(202);
     expect((res.body as { speculative: string }).speculative).toBe('ngram:4');
-    for (;;) {
-      const dep = await api<{ status: string }>('GET', '/api/v1/library/deployments/fast');
-      if (dep.body.status === 'LIVE') break;
-      expect(['PENDING', 'DEPLOYING']).toContain(dep.body.status);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    expect((await waitForDeployment(api, 'fast')).status).toBe('LIVE');
   }, 60_000);
   afterAll(async () => {
     await host?.close();
@@ -294,12 +289,8 @@ describe('speculative decoding through the host', () => {
     const res = await api('POST', '/api/v1/library/deployments', { file: 'loopy.gguf', name: 'loopy-drafted', model_id: 'drafted', draft_model: 'loopy.gguf' });
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ speculative: 'draft:4', draft_model: 'loopy.gguf' });
-    for (;;) {
-      const dep = await api<{ status: string; reason: string | null }>('GET', '/api/v1/library/deployments/drafted');
-      if (dep.body.status === 'LIVE') break;
-      expect(['PENDING', 'DEPLOYING'], String(dep.body.reason)).toContain(dep.body.status);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const deployed = await waitForDeployment(api, 'drafted');
+    expect(deployed.status, String(deployed.reason)).toBe('LIVE');
     for (const prompt of ['Once upon a time there was a little girl.', 'the end of the end of the']) {
       const [want, got] = await Promise.all([complete('plain', prompt), complete('drafted', prompt)]);
       expect(got.choices[0]!.text).toBe(want.choices[0]!.text);

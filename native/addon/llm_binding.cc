@@ -347,27 +347,22 @@ Napi::Value Generate(const Napi::CallbackInfo& info) {
   return submit(info, "llmGenerate", std::move(req));
 }
 
-Napi::Value Logits(const Napi::CallbackInfo& info) {
-  ArgReader r(info, "llmLogits");
-  r.expect_count(2, 3, "handle, tokens, allPositions?");
+// A request that runs the prompt and generates nothing: its logits, or (embed) its last hidden state.
+Napi::Value PromptOnly(const Napi::CallbackInfo& info, const char* name, bool embed) {
+  ArgReader r(info, name);
+  if (embed) r.expect_count(2, 2, "handle, tokens");
+  else r.expect_count(2, 3, "handle, tokens, allPositions?");
   get_handle(r, info);
   llm::GenerateRequest req;
   req.prompt = r.token_ids(1, "tokens");
   req.logits_only = true;
-  req.all_logits = info.Length() > 2 && r.boolean(2, "allPositions");
-  return submit(info, "llmLogits", std::move(req));
+  req.embed = embed;
+  req.all_logits = !embed && info.Length() > 2 && r.boolean(2, "allPositions");
+  return submit(info, name, std::move(req));
 }
 
-Napi::Value Embed(const Napi::CallbackInfo& info) {
-  ArgReader r(info, "llmEmbed");
-  r.expect_count(2, 2, "handle, tokens");
-  get_handle(r, info);
-  llm::GenerateRequest req;
-  req.prompt = r.token_ids(1, "tokens");
-  req.logits_only = true;
-  req.embed = true;
-  return submit(info, "llmEmbed", std::move(req));
-}
+Napi::Value Logits(const Napi::CallbackInfo& info) { return PromptOnly(info, "llmLogits", false); }
+Napi::Value Embed(const Napi::CallbackInfo& info) { return PromptOnly(info, "llmEmbed", true); }
 
 Napi::Value Cancel(const Napi::CallbackInfo& info) {
   ArgReader r(info, "llmCancel");

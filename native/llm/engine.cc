@@ -114,15 +114,13 @@ StepOutput Engine::execute(const Schedule& step) {
   out.logprobs.resize(step.batch.size());
   try {
     model_->forward(step.batch, *backend_);
-    bool host_rows = !backend_->samples_on_device();
-    for (const Sequence* s : step.seqs) host_rows = host_rows || s->req.logits_only || s->req.logprobs >= 0 || s->drafted > 0;
-    if (host_rows) out.logits = backend_->host_logits();
+    bool host_rows = !backend_->samples_on_device(), hidden = false;
     for (const Sequence* s : step.seqs) {
-      if (s->req.embed) {
-        out.hidden = backend_->host_hidden();
-        break;
-      }
+      host_rows = host_rows || s->req.logits_only || s->req.logprobs >= 0 || s->drafted > 0;
+      hidden = hidden || s->req.embed;
     }
+    if (host_rows) out.logits = backend_->host_logits();
+    if (hidden) out.hidden = backend_->host_hidden();
     std::vector<SampleRequest> requests;
     std::vector<size_t> requesters;
     std::vector<size_t> single;  // entries that sampled one token, their log-probabilities and counts still to do

@@ -7,6 +7,11 @@ import { tempDir } from './paths.js';
 export async function deployLibraryModel(api: Api, file: string, modelId: string, timeoutMs = 60_000): Promise<{ status: string; reason: string | null }> {
   const res = await api('POST', '/api/v1/library/deployments', { file, model_id: modelId });
   if (res.status !== 202) throw new Error(`deploying ${file}: HTTP ${res.status} ${JSON.stringify(res.body)}`);
+  return waitForDeployment(api, modelId, timeoutMs);
+}
+
+/** Polls a library deployment until it is no longer PENDING or DEPLOYING; its status and reason then. */
+export async function waitForDeployment(api: Api, modelId: string, timeoutMs = 60_000): Promise<{ status: string; reason: string | null }> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const dep = await api<{ status: string; reason: string | null }>('GET', `/api/v1/library/deployments/${modelId}`);

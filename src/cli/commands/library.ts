@@ -7,7 +7,7 @@ import { CliError, usageError } from '../errors.js';
 import { createProgress } from '../progress.js';
 import { formatTable } from '../table.js';
 import { waitForDeployment } from './models.js';
-import { SPECULATIVE_PATTERN } from '../../llm/library/speculative.js';
+import { SPECULATIVE_SETTING } from '../../llm/library/speculative.js';
 
 interface CatalogJson {
   models: Array<{ name: string; file: string; size_bytes: number; architecture: string; parameters: number; quantization: string; context_length: number | null; license: string | null; license_link: string | null; serves?: 'chat' | 'embeddings'; unsupported?: string | null }>;
@@ -129,7 +129,7 @@ export function registerLibraryCommands(program: Command, models: Command): void
       const client = clientFromEnv();
       const n = threads(opts.threads);
       const replicas = positive('--replicas', opts.replicas);
-      if (opts.speculative !== undefined && !new RegExp(SPECULATIVE_PATTERN).test(opts.speculative)) {
+      if (opts.speculative !== undefined && !SPECULATIVE_SETTING.test(opts.speculative)) {
         throw usageError('--speculative must be ngram:<k> (prompt lookup) or draft:<k> (with --draft-model), k from 1 to 16');
       }
       const dep = await client.request<LibraryDeploymentJson>('POST', '/api/v1/library/deployments', {

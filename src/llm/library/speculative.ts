@@ -13,6 +13,8 @@ export const MAX_SPECULATIVE_TOKENS = 16;
 
 /** The JSON Schema pattern of the setting: ngram:1 to ngram:16, draft:1 to draft:16. */
 export const SPECULATIVE_PATTERN = '^(ngram|draft):([1-9]|1[0-6])$';
+/** The same, as a RegExp (groups: the method, k). */
+export const SPECULATIVE_SETTING = new RegExp(SPECULATIVE_PATTERN);
 
 /** The draft length a deployment with a draft model and no `speculative` gets. */
 export const DEFAULT_DRAFT_SETTING = 'draft:4';
@@ -20,7 +22,7 @@ export const DEFAULT_DRAFT_SETTING = 'draft:4';
 /** The engine's speculativeTokens for a stored setting (0 for none). */
 export function speculativeTokens(setting: string | null): number {
   if (setting === null) return 0;
-  const m = new RegExp(SPECULATIVE_PATTERN).exec(setting);
+  const m = SPECULATIVE_SETTING.exec(setting);
   if (!m) throw new Error(`speculative setting "${setting}" is not ngram:<k> or draft:<k> with k in 1..${MAX_SPECULATIVE_TOKENS}`);
   return Number(m[2]);
 }
