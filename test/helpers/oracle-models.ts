@@ -1,0 +1,118 @@
+// The models whose logits llama.cpp recorded into test/data/llm-logits (scripts/oracle/
+// record-logits.mjs) and test/llm-logits-oracle.test.ts compares the engine with. Each entry writes
+// its GGUF deterministically from a seed, so the files themselves are never stored: the recording
+// keeps each file's sha256, and the test rebuilds the file and checks the hash first.
+//
+// Adding a tensor type: add it to ORACLE_WEIGHT_TYPES (and its tolerance to LOGITS_TOLERANCE); every
+// architecture writer takes the type as a parameter. Adding an architecture: write an
+// OracleArchWriter (options -> GGUF spec) and list it in ORACLE_ARCHS. Then re-record
+// (scripts/oracle/README.md).
+import { createHash } from 'node:crypto';
+import type { QuantType } from './ggml-quants.js';
+import { encodeGguf, tinyModel, type GgufWriteSpec } from './gguf-writer.js';
+import { spmVocab } from './llm-models.js';
+
+/** What every architecture writer is given. */
+export interface OracleModelOptions {
+  /** Type of every weight matrix, token_embd and output included (norms and biases stay F32). */
+  weightType: QuantType;
+  seed: number;
+}
+
+/** Writes one architecture's model: a GGUF spec llama.cpp and the engine both load. */
+export type OracleArchWriter = (o: OracleModelOptions) => GgufWriteSpec;
+
+export interface OracleModel {
+  /** File name stem of the recording, test/data/llm-logits/<name>.json. */
+  name: string;
+  arch: string;
+  weightType: QuantType;
+  seed: number;
+  /** Token ids evaluated in one batch; logits are recorded at every position. */
+  tokens: number[];
+  /** The GGUF file, byte for byte the one llama.cpp evaluated (check with sha256). */
+  gguf: () => Uint8Array;
+}
+
+// Shapes: 256 wide so every matrix row holds whole 256-element K-quant blocks (nFf too, for
+// ffn_down); 8 query heads over 2 KV heads (grouped-query attention, head dim 32); two layers; the
+// 293-token SentencePiece vocabulary of llm-models.ts (llama.cpp's loader needs a real vocabulary).
+const SHAPE = { nEmbd: 256, nLayer: 2, nHead: 8, nHeadKv: 2, nFf: 512, nCtx: 256 } as const;
+const N_TOKENS = 16;
+
+/** llama: adjacent-pair RoPE, no biases, a separate output matrix. */
+const llamaWriter: OracleArchWriter = ({ weightType, seed }) =>
+  tinyModel({ arch: 'llama', vocab: spmVocab(), ...SHAPE, weightType, seed, name: `oracle-llama-${weightType}` }).spec;
+
+/**
+ * qwen2: NeoX RoPE (rope.freq_base 1e6), Q/K/V biases, tied output. The biases are scaled up to a
+ * standard deviation of 0.5 (tinyModel draws them at 0.01, too small to matter), as trained qwen2
+ * models carry large ones, so that a dropped bias moves the logits well past the tolerance.
+ */
+const qwen2Writer: OracleArchWriter = ({ weightType, seed }) => {
+  const { spec } = tinyModel({ arch: 'qwen2', vocab: spmVocab(), ...SHAPE, weightType, seed, tiedOutput: true, name: `oracle-qwen2-${weightType}` });
+  for (const t of spec.tensors ?? []) {
+    if (t.name.endsWith('.bias') && t.data instanceof Float32Array) t.data = t.data.map((v) => v * 50);
+  }
+  return spec;
+};
+
+/** Architecture name -> writer. */
+export const ORACLE_ARCHS: Record<string, OracleArchWriter> = { llama: llamaWriter, qwen2: qwen2Writer };
+
+/** The weight types every architecture is recorded with. */
+export const ORACLE_WEIGHT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
+
+/**
+ * Largest accepted max |engine - llama.cpp| over all positions' logits, divided by the largest
+ * |llama.cpp logit| of the model, per weight type. Measured errors and the reasoning are in
+ * test/llm-logits-oracle.test.ts.
+ */
+export const LOGITS_TOLERANCE: Record<QuantType, number> = {
+  F32: 1e-5,
+  F16: 3e-3,
+  BF16: 2e-2,
+  Q8_0: 5e-2,
+  Q4_0: 5e-2,
+  Q4_K: 5e-2,
+  Q6_K: 5e-2,
+};
+
+/** n token ids in [0, nVocab) from a seed (a 32-bit LCG's high bits: exact in any JS engine). */
+export function oracleTokens(n: number, nVocab: number, seed: number): number[] {
+  let s = seed >>> 0;
+  return Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+    return (s >>> 16) % nVocab;
+  });
+}
+
+/** One table entry: `arch` written with `weightType` from `seed`. */
+export function oracleModel(arch: string, weightType: QuantType, seed: number): OracleModel {
+  const writer = ORACLE_ARCHS[arch];
+  if (!writer) throw new Error(`oracle models: no writer for architecture ${arch}`);
+  return {
+    name: `${arch}-${weightType.toLowerCase()}`,
+    arch,
+    weightType,
+    seed,
+    tokens: oracleTokens(N_TOKENS, spmVocab().tokens.length, seed),
+    gguf: () => encodeGguf(writer({ weightType, seed })),
+  };
+}
+
+/** A seed from the entry's name (FNV-1a): adding entries never changes the others' files. */
+function seedOf(name: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}
+
+/** Every architecture with every weight type, each from its own seed. */
+export const ORACLE_MODELS: readonly OracleModel[] = Object.keys(ORACLE_ARCHS).flatMap((arch) =>
+  ORACLE_WEIGHT_TYPES.map((type) => oracleModel(arch, type, seedOf(`${arch}-${type}`))),
+);
+
+export function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
