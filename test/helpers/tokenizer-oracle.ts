@@ -10,6 +10,8 @@ import { Tokenizer } from '../../src/llm/tokenizer/index.js';
 import { encodeGguf, vocabMetadata } from './gguf-writer.js';
 import { GENERATED_VOCABS, vocabFingerprint } from './tiny-vocab.js';
 
+export { AWKWARD_TEXTS } from './tiny-vocab.js';
+
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const DATA_DIR = path.join(ROOT, 'test/data');
 export const FIXTURES = path.resolve(ROOT, '../shared/fixtures');
@@ -33,6 +35,8 @@ export interface OracleFile {
   bos: number | null;
   eos: number | null;
   eot: number | null;
+  /** Every id llama.cpp's llama_vocab_is_eog accepts (recorded since the awkward texts). */
+  eog?: number[];
   addBos: boolean;
   addEos: boolean;
   cases: OracleCase[];

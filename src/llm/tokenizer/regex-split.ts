@@ -8,7 +8,9 @@
 //   non-ASCII code point is one stand-in byte for its class (0xD1 number, 0xD2 letter, 0xD3
 //   punctuation, 0xD4 mark, 0xD5 symbol, 0xD0 other, 0x0B whitespace), with each \p{X} rewritten to
 //   [stand-in + its ASCII members], exactly as llama.cpp feeds std::regex;
-// - a regex without \p{..} runs on the text with non-ASCII whitespace replaced by 0x0B.
+// - a regex without \p{..} runs on the code points themselves (std::wregex), non-ASCII whitespace
+//   replaced by 0x0B, \s meaning ASCII whitespace only as in the C locale; it may hold non-ASCII
+//   characters and ranges beyond the BMP (deepseek-llm's letters), so it runs with the `u` flag.
 //
 // Positions are code point indices; the result is the list of word lengths.
 
@@ -56,7 +58,7 @@ export function regexSplit(cpts: Uint32Array, regexes: readonly string[]): numbe
       collapsed ??= collapse(cpts);
       offsets = splitRegex(collapsed, collapsedRegex(expr), offsets);
     } else {
-      offsets = splitRegex(wideText(cpts), new RegExp(expr, 'g'), offsets);
+      offsets = splitWide(cpts, wideRegex(expr), offsets);
     }
   }
   return offsets;
@@ -278,14 +280,67 @@ function collapsedRegex(expr: string): RegExp {
   return re;
 }
 
-/** One UTF-16 unit per code point (astral ones become U+FFFF), non-ASCII whitespace as 0x0B. */
-function wideText(cpts: Uint32Array): string {
-  let s = '';
-  for (const c of cpts) {
-    if (c > 0x7f && cptFlags(c) & CPT_WHITESPACE) s += '\u000b';
-    else s += c > 0xffff ? '\uffff' : String.fromCharCode(c);
+const wideCache = new Map<string, RegExp>();
+
+/**
+ * A std::wregex expression as a JavaScript one over code points: \s and \S become ASCII classes
+ * (the C locale's iswspace; JavaScript's \s would also take U+FEFF, which llama.cpp's White_Space
+ * table does not turn into 0x0B).
+ */
+function wideRegex(expr: string): RegExp {
+  let re = wideCache.get(expr);
+  if (re) return re;
+  let out = '';
+  let inside = false;
+  for (let i = 0; i < expr.length; i++) {
+    const ch = expr[i]!;
+    if (ch === '\\' && i + 1 < expr.length) {
+      const next = expr[i + 1]!;
+      if (next === 's') out += inside ? '\\t-\\r ' : '[\\t-\\r ]';
+      else if (next === 'S' && !inside) out += '[^\\t-\\r ]';
+      else out += ch + next;
+      i++;
+      continue;
+    }
+    if (ch === '[') inside = true;
+    else if (ch === ']') inside = false;
+    out += ch;
   }
-  return s;
+  re = new RegExp(out, 'gu');
+  wideCache.set(expr, re);
+  return re;
+}
+
+/** `splitRegex` on the code points themselves, non-ASCII whitespace as 0x0B. */
+function splitWide(cpts: Uint32Array, re: RegExp, offsets: readonly number[]): number[] {
+  const out: number[] = [];
+  let start = 0;
+  for (const length of offsets) {
+    // the piece as a string, and for each UTF-16 index the code point index it starts
+    let piece = '';
+    const cpIndex: number[] = [];
+    for (let i = 0; i < length; i++) {
+      const c = cpts[start + i]!;
+      const ch = c > 0x7f && cptFlags(c) & CPT_WHITESPACE ? '\u000b' : String.fromCodePoint(c);
+      cpIndex.push(i);
+      if (ch.length === 2) cpIndex.push(i);
+      piece += ch;
+    }
+    cpIndex.push(length);
+    re.lastIndex = 0;
+    let last = 0;
+    for (let m = re.exec(piece); m !== null; m = re.exec(piece)) {
+      const from = cpIndex[m.index]!;
+      const to = cpIndex[m.index + m[0].length]!;
+      if (from > last) out.push(from - last);
+      if (to > from) out.push(to - from);
+      else re.lastIndex += piece.codePointAt(re.lastIndex)! > 0xffff ? 2 : 1;
+      last = to;
+    }
+    if (last < length) out.push(length - last);
+    start += length;
+  }
+  return out;
 }
 
 /** Every match becomes a word and so does every gap between matches (regex_iterator's split). */

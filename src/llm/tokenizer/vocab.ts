@@ -97,6 +97,28 @@ const EOG_TEXTS = [
 /** gpt-oss channel markers that llama.cpp always renders (forced to user-defined). */
 const ALWAYS_RENDERED = ['<|channel|>', '<|message|>', '<|start|>', '<|constrain|>'];
 
+/**
+ * llama.cpp's two corrections of the text-based EOG set: gpt-oss (o200k_harmony) and solar-open
+ * end a message, not the turn, with <|end|> when <|return|> / <|call|> (or <|calls|> / <|flush|>)
+ * exist, so <|end|> is dropped and becomes user-defined (rendered); Gemma 4 has <|tool_response>
+ * and its </s> is an ordinary token.
+ */
+function dropFalseEog(eog: Set<number>, tokens: readonly string[], attrs: Uint8Array): void {
+  const byText = new Map<string, number>();
+  for (const id of eog) if (id >= 0 && id < tokens.length) byText.set(tokens[id]!, id);
+  const has = (t: string) => byText.has(t);
+  const end = byText.get('<|end|>');
+  if (end !== undefined && ((has('<|return|>') && (has('<|call|>') || has('<|calls|>'))) || ((has('<|call|>') || has('<|calls|>')) && has('<|flush|>')))) {
+    eog.delete(end);
+    attrs[end] = TokenAttr.USER_DEFINED;
+  }
+  const s = byText.get('</s>');
+  if (s !== undefined && has('<|tool_response>')) {
+    eog.delete(s);
+    attrs[s] = TokenAttr.NORMAL;
+  }
+}
+
 /** Converts metadata type errors into tokenizer errors (the caller sees one error class). */
 function meta<T>(read: () => T): T {
   try {
@@ -266,6 +288,7 @@ export function loadVocab(m: GgufMetadata): Vocab {
     if (id !== undefined) attrs[id] = TokenAttr.USER_DEFINED;
   }
   for (const id of [eos, eot, eom]) if (id !== NO_TOKEN) eog.add(id);
+  dropFalseEog(eog, tokens, attrs);
 
   const specialTokens: number[] = [];
   for (let i = 0; i < n; i++) {
