@@ -34,7 +34,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
 import { encodeGguf, seededRandom, tinyModel } from '../../test/helpers/gguf-writer.ts';
-import { GENERATED_VOCABS, vocabFingerprint } from '../../test/helpers/tiny-vocab.ts';
+import { GENERATED_MODEL_NAMES, GENERATED_VOCABS, vocabFingerprint } from '../../test/helpers/tiny-vocab.ts';
 import { AWKWARD_TEXTS } from '../../test/helpers/tiny-vocab.ts';
 import { EMBEDDING_ORACLE_INPUTS, EMBEDDING_ORACLE_MODELS, WORDPIECE_TEXTS, bertModel, wordPieceFingerprint, wordPieceVocab } from '../../test/helpers/bert-model.ts';
 
@@ -296,7 +296,7 @@ async function recordTokenizers(llama, tmp, step) {
     // A qwen2 model with a tied output for the qwen2 vocabulary, llama otherwise: llama.cpp loading
     // them is also a check of the writer's tensor layout for both architectures.
     const arch = name === 'bpe-qwen2' ? 'qwen2' : 'llama';
-    const { spec } = tinyModel({ arch, vocab, nEmbd: 64, nLayer: 1, nHead: 4, nHeadKv: 2, nFf: 128, seed: 7, tiedOutput: arch === 'qwen2' });
+    const { spec } = tinyModel({ arch, vocab, name: GENERATED_MODEL_NAMES[name], nEmbd: 64, nLayer: 1, nHead: 4, nHeadKv: 2, nFf: 128, seed: 7, tiedOutput: arch === 'qwen2' });
     const file = path.join(tmp, `${name}.gguf`);
     fs.writeFileSync(file, encodeGguf(spec));
     await recordTokenizer(llama, name, file, { source: 'generated', arch, vocabFingerprint: vocabFingerprint(vocab) });

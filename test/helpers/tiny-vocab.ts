@@ -81,6 +81,8 @@ export const AWKWARD_TEXTS = [
   '<|endoftext|>x<|endoftext|',
   '[INST][/INST]',
   '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>',
+  '<|system|>\nBe brief.<|end|>\n<|user|>\n  Hi \n<|end|>\n<|assistant|>\n',
+  'text  <|system|>  spaced \t\n<table> cell <unused0>\n\n',
 ];
 
 const TRAIN_TEXT = CORPUS.repeat(3) + 'the the the and and and ing ing ed ed er er ';
@@ -202,16 +204,20 @@ export function byteLevelBpeVocab(pre: string | undefined, flags: Partial<TinyVo
 }
 
 /** A SentencePiece-style vocabulary (scores = -merge order, characters below every merge). */
-export function sentencePieceVocab(flags: Partial<TinyVocab> = {}): TinyVocab {
+export function sentencePieceVocab(flags: Partial<TinyVocab> = {}, style: 'llama' | 'gemma' | 'phi3' = 'llama'): TinyVocab {
   const words: string[][] = TRAIN_TEXT.split(/\s+/)
     .filter((w) => w.length > 0)
     .map((w) => Array.from('\u2581' + w));
   const chars = [...new Set(words.flat())].sort();
   const merges = train(words, 300);
 
-  const tokens = ['<unk>', '<s>', '</s>'];
-  const types: number[] = [TOKEN_TYPE.unknown, TOKEN_TYPE.control, TOKEN_TYPE.control];
-  const scores: number[] = [0, 0, 0];
+  // Gemma: <pad> <eos> <bos> <unk> first, whitespace runs as pieces, no leading space
+  const gemma = style === 'gemma';
+  const tokens = gemma ? ['<pad>', '<eos>', '<bos>', '<unk>'] : ['<unk>', '<s>', '</s>'];
+  const types: number[] = gemma
+    ? [TOKEN_TYPE.control, TOKEN_TYPE.control, TOKEN_TYPE.control, TOKEN_TYPE.unknown]
+    : [TOKEN_TYPE.unknown, TOKEN_TYPE.control, TOKEN_TYPE.control];
+  const scores: number[] = tokens.map(() => 0);
   for (let b = 0; b < 256; b++) {
     tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
     types.push(TOKEN_TYPE.byte);
@@ -232,17 +238,34 @@ export function sentencePieceVocab(flags: Partial<TinyVocab> = {}): TinyVocab {
     types.push(TOKEN_TYPE.normal);
     scores.push(-1000 - i);
   });
-  tokens.push('<|im_start|>', '<|im_end|>', '<extra>');
-  types.push(TOKEN_TYPE.control, TOKEN_TYPE.control, TOKEN_TYPE.userDefined);
-  scores.push(0, 0, 0);
+  const add = (text: string, type: number, score = 0) => {
+    tokens.push(text);
+    types.push(type);
+    scores.push(score);
+  };
+  add('<|im_start|>', TOKEN_TYPE.control);
+  add('<|im_end|>', TOKEN_TYPE.control);
+  add('<extra>', TOKEN_TYPE.userDefined);
+  if (gemma) {
+    for (const ws of ['\n', '\n\n', '\t', '\u2581\u2581', '\u2581\u2581\u2581\u2581']) add(ws, TOKEN_TYPE.normal, -1);
+    add('<start_of_turn>', TOKEN_TYPE.control);
+    add('<end_of_turn>', TOKEN_TYPE.control);
+    add('<unused0>', TOKEN_TYPE.userDefined);
+    add('<table>', TOKEN_TYPE.userDefined);
+  }
+  if (style === 'phi3') {
+    for (const t of ['<|endoftext|>', '<|assistant|>', '<|end|>', '<|user|>']) add(t, TOKEN_TYPE.control);
+    add('<|system|>', TOKEN_TYPE.userDefined);
+  }
   return {
     model: 'llama',
     tokens,
     scores: Float32Array.from(scores),
     tokenTypes: Int32Array.from(types),
-    bosId: 1,
-    eosId: 2,
-    unknownId: 0,
+    bosId: gemma ? 2 : 1,
+    eosId: gemma ? 1 : 2,
+    unknownId: gemma ? 3 : 0,
+    ...(gemma ? { paddingId: 0, addSpacePrefix: false } : {}),
     ...flags,
   };
 }
@@ -274,4 +297,13 @@ export const GENERATED_VOCABS: Record<string, () => TinyVocab> = {
   'bpe-falcon': () => byteLevelBpeVocab('falcon', {}, true, true),
   'bpe-seed-coder': () => byteLevelBpeVocab('seed-coder', {}, true, true),
   'bpe-smollm': () => byteLevelBpeVocab('smollm', {}, true, true),
+  // SentencePiece as Gemma 2 / 3 and Phi-3 / 3.5 ship it
+  'spm-gemma': () => sentencePieceVocab({}, 'gemma'),
+  'spm-phi3': () => sentencePieceVocab({}, 'phi3'),
 };
+
+/**
+ * general.name of the generated models whose name llama.cpp reads (Phi-3's special tokens strip
+ * the whitespace after them by name); the others get the writer's default.
+ */
+export const GENERATED_MODEL_NAMES: Record<string, string> = { 'spm-phi3': 'Phi-3 Mini Tiny' };
