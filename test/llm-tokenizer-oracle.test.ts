@@ -6,10 +6,10 @@
 // combining marks, emoji sequences, code, near-miss special tokens), parse_special off and on,
 // add_special off and on, and the set of end-of-generation ids, for
 //
-// - fifteen generated vocabularies rebuilt here from test/helpers/tiny-vocab.ts: byte-level BPE
+// - sixteen generated vocabularies rebuilt here from test/helpers/tiny-vocab.ts: byte-level BPE
 //   with pre-tokenizers llama-bpe, qwen2, gpt-2, llama.cpp's default, gpt-4o (gpt-oss), tekken
-//   (Mistral Nemo / Small 3), deepseek-llm, deepseek-v3, deepseek-coder, falcon, seed-coder and
-//   smollm (SmolLM2), and SentencePiece ones as Llama 2, Gemma (no leading space, whitespace
+//   (Mistral Nemo / Small 3), deepseek-llm, deepseek-v3, deepseek-coder, falcon, seed-coder,
+//   smollm (SmolLM2) and qwen35 (Qwen 3.5), and SentencePiece ones as Llama 2, Gemma (no leading space, whitespace
 //   pieces, <start_of_turn>) and Phi-3 (its special tokens swallow the whitespace after them);
 // - the two fixture vocabularies (Llama 2's 32k and stories260K's 512), skipped with a message
 //   when ../shared/fixtures is absent.
@@ -37,7 +37,7 @@ describe('the recorded data covers what it claims', () => {
     const bpe = files.filter((o) => o.model.startsWith('bpe-'));
     expect(bpe.map((o) => o.model).sort()).toEqual([
       'bpe-deepseek-coder', 'bpe-deepseek-llm', 'bpe-deepseek-v3', 'bpe-default', 'bpe-falcon', 'bpe-gpt-2',
-      'bpe-gpt-4o', 'bpe-llama-bpe', 'bpe-qwen2', 'bpe-seed-coder', 'bpe-smollm', 'bpe-tekken',
+      'bpe-gpt-4o', 'bpe-llama-bpe', 'bpe-qwen2', 'bpe-qwen35', 'bpe-seed-coder', 'bpe-smollm', 'bpe-tekken',
     ]);
     // Vocabularies with the same special tokens, so that only the pre-tokenizer makes them differ.
     const same = bpe.filter((o) => !['bpe-default', 'bpe-gpt-2', 'bpe-llama-bpe', 'bpe-qwen2'].includes(o.model));

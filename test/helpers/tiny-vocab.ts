@@ -161,7 +161,7 @@ export const CHAT_CONTROL_TOKENS = ['<|start|>', '<|channel|>', '<|message|>', '
 /**
  * A byte-level BPE vocabulary for `tokenizer.ggml.pre` = `pre` (undefined: no key). `wide`: the
  * newer pre-tokenizers' vocabularies, trained also on AWKWARD_TEXTS and on the words gpt-4o,
- * tekken and deepseek-v3 cut, with CHAT_CONTROL_TOKENS after the usual control tokens.
+ * tekken, deepseek-v3 and qwen35 cut, with CHAT_CONTROL_TOKENS after the usual control tokens.
  */
 export function byteLevelBpeVocab(pre: string | undefined, flags: Partial<TinyVocab> = {}, specialIds = true, wide = false): TinyVocab {
   // Words as several pre-tokenizers cut them, so that some merges (digit runs, a space before a
@@ -171,7 +171,7 @@ export function byteLevelBpeVocab(pre: string | undefined, flags: Partial<TinyVo
   const cpts = codePoints(wide ? TRAIN_TEXT + awkward.repeat(2) : TRAIN_TEXT);
   const words: string[][] = [];
   const families = [[GPT2_REGEX], [LLAMA3_REGEX], [QWEN2_REGEX], preTokenizer(undefined)!.regexes];
-  if (wide) families.push(...['gpt-4o', 'tekken', 'deepseek-v3'].map((p) => preTokenizer(p)!.regexes));
+  if (wide) families.push(...['gpt-4o', 'tekken', 'deepseek-v3', 'qwen35'].map((p) => preTokenizer(p)!.regexes));
   for (const regexes of families) {
     let from = 0;
     for (const n of regexSplit(cpts, regexes)) {
@@ -179,7 +179,7 @@ export function byteLevelBpeVocab(pre: string | undefined, flags: Partial<TinyVo
       from += n;
     }
   }
-  const merges = train(words, wide ? 800 : 600);
+  const merges = train(words, wide ? 1500 : 600);
   const tokens: string[] = [];
   for (let b = 0; b < 256; b++) tokens.push(byteToChar(b));
   for (const [a, b] of merges) tokens.push(a + b);
@@ -288,7 +288,7 @@ export const GENERATED_VOCABS: Record<string, () => TinyVocab> = {
   // no bos/eos keys: llama.cpp's byte-level defaults (id 11) apply
   'bpe-gpt-2': () => byteLevelBpeVocab('gpt-2', {}, false),
   'spm-tiny': () => sentencePieceVocab(),
-  // the pre-tokenizers of gpt-oss, Mistral Nemo / Small 3, DeepSeek, Falcon, Seed-Coder, SmolLM2
+  // the pre-tokenizers of gpt-oss, Mistral Nemo / Small 3, DeepSeek, Falcon, Seed-Coder, SmolLM2, Qwen 3.5
   'bpe-gpt-4o': () => byteLevelBpeVocab('gpt-4o', {}, true, true),
   'bpe-tekken': () => byteLevelBpeVocab('tekken', {}, true, true),
   'bpe-deepseek-llm': () => byteLevelBpeVocab('deepseek-llm', { addBos: true }, true, true),
@@ -297,6 +297,7 @@ export const GENERATED_VOCABS: Record<string, () => TinyVocab> = {
   'bpe-falcon': () => byteLevelBpeVocab('falcon', {}, true, true),
   'bpe-seed-coder': () => byteLevelBpeVocab('seed-coder', {}, true, true),
   'bpe-smollm': () => byteLevelBpeVocab('smollm', {}, true, true),
+  'bpe-qwen35': () => byteLevelBpeVocab('qwen35', {}, true, true),
   // SentencePiece as Gemma 2 / 3 and Phi-3 / 3.5 ship it
   'spm-gemma': () => sentencePieceVocab({}, 'gemma'),
   'spm-phi3': () => sentencePieceVocab({}, 'phi3'),

@@ -11,10 +11,13 @@ export const LLAMA3_REGEX =
 export const QWEN2_REGEX =
   "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+export const QWEN35_REGEX =
+  "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 export interface PreTokenizer {
   /** The family, as llama.cpp's LLAMA_VOCAB_PRE_TYPE_* names it (lower case). */
   type:
-    | 'default' | 'gpt2' | 'llama3' | 'qwen2' | 'starcoder' | 'dbrx' | 'falcon' | 'gpt4o' | 'tekken'
+    | 'default' | 'gpt2' | 'llama3' | 'qwen2' | 'qwen35' | 'starcoder' | 'dbrx' | 'falcon' | 'gpt4o' | 'tekken'
     | 'deepseek-llm' | 'deepseek3-llm' | 'deepseek-coder' | 'seed-coder';
   regexes: readonly string[];
   /** Detokenizing removes spaces before punctuation and some contractions. */
@@ -128,6 +131,7 @@ add(
 add(['trillion', 'granite-docling'], { ...GPT2, cleanSpaces: false });
 add(['qwen2', 'deepseek-r1-qwen', 'kormo', 'f2llmv2', 'hunyuan', 'solar-open', 'grok-2'], { ...QWEN2, cleanSpaces: false });
 add(['megrez', 'stablelm2'], { ...QWEN2, cleanSpaces: true });
+add(['qwen35'], { type: 'qwen35', regexes: [QWEN35_REGEX], cleanSpaces: false, ignoreMerges: false, addBos: false });
 add(['starcoder', 'refact', 'codeshell', 'exaone', 'minerva-7b', 'mellum2'], { ...STARCODER, cleanSpaces: true });
 add(['command-r', 'smollm'], { ...STARCODER, cleanSpaces: false });
 add(['dbrx', 'smaug-bpe'], DBRX);

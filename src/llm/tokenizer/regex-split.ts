@@ -2,7 +2,7 @@
 // and therefore the token ids, are the same:
 //
 // - the regexes are applied one after another, each refining the pieces the previous one made;
-// - the GPT-2, Llama 3 and Qwen2 regexes run as llama.cpp's hand-written state machines (ported
+// - the GPT-2, Llama 3, Qwen2 and Qwen3.5 regexes run as llama.cpp's hand-written state machines (ported
 //   below line for line), not as regexes: they differ from a true regex engine at the edges;
 // - any other regex with \p{..} classes runs on a "collapsed" copy of the text in which every
 //   non-ASCII code point is one stand-in byte for its class (0xD1 number, 0xD2 letter, 0xD3
@@ -14,7 +14,7 @@
 //
 // Positions are code point indices; the result is the list of word lengths.
 
-import { GPT2_REGEX, LLAMA3_REGEX, QWEN2_REGEX } from './pre-tokenizers.js';
+import { GPT2_REGEX, LLAMA3_REGEX, QWEN2_REGEX, QWEN35_REGEX } from './pre-tokenizers.js';
 import {
   CPT_ACCENT_MARK,
   CPT_CATEGORIES,
@@ -26,13 +26,14 @@ import {
   cptFlags,
 } from './unicode.js';
 
-type CustomKind = 'gpt2' | 'llama3' | 'qwen2';
+type CustomKind = 'gpt2' | 'llama3' | 'qwen2' | 'qwen35';
 
 const CUSTOM = new Map<string, CustomKind>([
   [GPT2_REGEX, 'gpt2'],
   [LLAMA3_REGEX, 'llama3'],
   ["(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 'llama3'],
   [QWEN2_REGEX, 'qwen2'],
+  [QWEN35_REGEX, 'qwen35'],
 ]);
 
 const OUT = -1;
@@ -66,6 +67,9 @@ export function regexSplit(cpts: Uint32Array, regexes: readonly string[]): numbe
 
 function splitCustom(cpts: Uint32Array, offsets: readonly number[], kind: CustomKind): number[] {
   const out: number[] = [];
+  // Qwen3.5's letter runs also take combining marks: [\p{L}\p{M}]+, and [^\s\p{L}\p{M}\p{N}]+
+  const word = kind === 'qwen35' ? CPT_LETTER | CPT_ACCENT_MARK : CPT_LETTER;
+  const notSymbol = kind === 'qwen35' ? LETTER_NUMBER_WS | CPT_ACCENT_MARK : LETTER_NUMBER_WS;
   let start = 0;
   for (const length of offsets) {
     const ini = start;
@@ -140,18 +144,18 @@ function splitCustom(cpts: Uint32Array, offsets: readonly number[], kind: Custom
         continue;
       }
 
-      // [^\r\n\p{L}\p{N}]?\p{L}+
+      // [^\r\n\p{L}\p{N}]?\p{L}+ (qwen35: [\p{L}\p{M}]+)
       if (!(c === CR || c === LF || fl & CPT_NUMBER)) {
-        if (fl & CPT_LETTER || flags(pos + 1) & CPT_LETTER) {
+        if (fl & word || flags(pos + 1) & word) {
           pos++;
-          while (flags(pos) & CPT_LETTER) pos++;
+          while (flags(pos) & word) pos++;
           add(pos);
           continue;
         }
       }
-      // \p{N}{1,3} (llama3) or \p{N} (qwen2)
+      // \p{N}{1,3} (llama3) or \p{N} (qwen2, qwen35)
       if (fl & CPT_NUMBER) {
-        if (kind === 'qwen2') {
+        if (kind !== 'llama3') {
           add(++pos);
           continue;
         }
@@ -167,9 +171,9 @@ function splitCustom(cpts: Uint32Array, offsets: readonly number[], kind: Custom
       }
       // <space>?[^\s\p{L}\p{N}]+[\r\n]*  (llama.cpp tests the current code point's flags here)
       let f2 = c === SPACE ? flags(pos + 1) : fl;
-      if (!(f2 & LETTER_NUMBER_WS) && fl !== 0) {
+      if (!(f2 & notSymbol) && fl !== 0) {
         pos += c === SPACE ? 1 : 0;
-        while (!(f2 & LETTER_NUMBER_WS) && f2 !== 0) f2 = flags(++pos);
+        while (!(f2 & notSymbol) && f2 !== 0) f2 = flags(++pos);
         let c2 = cpt(pos);
         while (c2 === CR || c2 === LF) c2 = cpt(++pos);
         add(pos);
