@@ -129,7 +129,7 @@ describe('what the templates need from the renderer', () => {
       'meta-llama-Llama-3.2-3B-Instruct': 'llama3',
       'meta-llama-Llama-3.3-70B-Instruct': 'llama3',
       'mistralai-Mistral-Nemo-Instruct-2407': 'mistral',
-      'Mistral-Small-3.2-24B-Instruct-2506': 'mistral',
+      'Mistral-Small-3.2-24B-Instruct-2506': 'mistral-args',
       'Qwen-Qwen2.5-7B-Instruct': 'hermes',
       'Qwen-Qwen3-0.6B': 'hermes',
       'microsoft-Phi-3.5-mini-instruct': 'hermes (default preamble)',

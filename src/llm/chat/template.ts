@@ -68,7 +68,7 @@ export class ChatTemplate {
   /** The prompt for `messages`, offering `tools` (none: a plain conversation). */
   render(messages: ChatMessage[], tools: readonly ToolDefinition[] = []): string {
     if (this.nativeTools) {
-      const view = nativeMessages(messages, this.toolFamily === 'mistral');
+      const view = nativeMessages(messages, this.toolFamily === 'mistral' || this.toolFamily === 'mistral-args');
       if (tools.length === 0) return this.renderOrRefuse(view, undefined);
       return this.withTools(() => this.run(view, templateTools(tools)), view);
     }
