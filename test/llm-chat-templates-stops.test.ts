@@ -3,6 +3,10 @@
 // are saved with one of the generated tokens renamed to Gemma's <end_of_turn> (or Phi-3's
 // <|end|>, Llama 3's <|eom_id|>, gpt-oss's <|call|>), which llama.cpp ends generation at by its
 // text. The answer must stop right before it, with finish_reason "stop", and not contain it.
+// Also the prompt side: a Gemma-style model file carrying Gemma 2's template, loaded as the host
+// loads it, renders and tokenizes a conversation with each turn marker one control token and BOS
+// once.
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Completion } from '../src/llm/chat/completion.js';
@@ -10,6 +14,8 @@ import type { SamplingParams } from '../src/llm/chat/params.js';
 import { LlmInstance } from '../src/llm/library/instance.js';
 import { tinyModel, writeGguf, type TinyVocab } from './helpers/gguf-writer.js';
 import { spmVocab } from './helpers/llm-models.js';
+import { sentencePieceVocab } from './helpers/tiny-vocab.js';
+import { chatMessages } from '../src/llm/chat/params.js';
 import { tempDir } from './helpers/paths.js';
 
 const dir = tempDir();
@@ -82,5 +88,28 @@ describe('end-of-turn tokens end the answer', () => {
 
     const stopped = await run(renamed, prompt);
     expect(stopped).toEqual({ text: plain.tokenizer.decode(ids.slice(0, at), { startOfText: false }), finishReason: 'stop', completionTokens: at });
+  });
+});
+
+describe('the rendered prompt as the host tokenizes it', () => {
+  it('Gemma 2: <bos> once, <start_of_turn> / <end_of_turn> as single control tokens, the system text in the first user turn', async () => {
+    const template = fs.readFileSync(path.join(__dirname, 'data/chat-templates/google-gemma-2-2b-it.jinja'), 'utf8');
+    const vocab = sentencePieceVocab({ chatTemplate: template }, 'gemma');
+    const gemma = await load('gemma-chat', vocab);
+    const messages = chatMessages([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hello world' },
+    ]);
+    const rendered = gemma.template.render(messages);
+    expect(rendered).toBe('<bos><start_of_turn>user\nBe brief.\nHello world<end_of_turn>\n<start_of_turn>model\n');
+    const ids = gemma.chatPrompt(rendered);
+    const id = (t: string) => vocab.tokens.indexOf(t);
+    expect(ids[0]).toBe(id('<bos>'));
+    expect(ids.filter((x) => x === id('<bos>'))).toHaveLength(1);
+    expect(ids.filter((x) => x === id('<start_of_turn>'))).toHaveLength(2);
+    expect(ids.filter((x) => x === id('<end_of_turn>'))).toHaveLength(1);
+    expect(gemma.tokenizer.isEog(id('<end_of_turn>'))).toBe(true);
+    // no leading space is added to the text after a turn marker (add_space_prefix is false)
+    expect(gemma.tokenizer.decode(ids, { special: true })).toBe(rendered);
   });
 });
