@@ -48,8 +48,8 @@ describe('refused tokenizer metadata', () => {
   });
 
   it('a pre-tokenizer we do not implement, naming the ones we do', async () => {
-    const msg = await refusal({ ...bpe(), 'tokenizer.ggml.pre': 'deepseek-llm' });
-    expect(msg).toMatch(/^unsupported tokenizer\.ggml\.pre "deepseek-llm" \(supported: .*\bllama-bpe\b.*\bqwen2\b.*\)$/);
+    const msg = await refusal({ ...bpe(), 'tokenizer.ggml.pre': 'kimi-k2' });
+    expect(msg).toMatch(/^unsupported tokenizer\.ggml\.pre "kimi-k2" \(supported: .*\bllama-bpe\b.*\bqwen2\b.*\)$/);
   });
 
   it('no tokens, or tokens that are not strings', async () => {

@@ -33,7 +33,60 @@ DON'T SHOUT, I'M HERE, WE'LL GO. IT'S 1234567890 OR 12345 OR 2024-01-01 $1,000,0
 Hello , world . How are you ? Fine !
 `;
 
+/**
+ * Strings where pre-tokenizers disagree, asked of every vocabulary after scripts/oracle's TEXTS:
+ * whitespace runs, digit runs of every length, CJK, emoji sequences, combining marks, case
+ * changes inside words, code, and text that almost spells a special token.
+ */
+export const AWKWARD_TEXTS = [
+  '   \t  \n \t\t\n\n   x',
+  'a  \n  b\n \n \n',
+  'x\r\r\ny\r\n\r\n',
+  'tabs\t\t\tat the end\t\t',
+  ' \u00a0 \u3000 x \u2003y',
+  '1 12 123 1234 12345 123456 1234567 12345678',
+  '12345678901234567890',
+  'a1b22c333d4444e55555',
+  '3.14e-10 0x1F 0b1010 1e9',
+  '٣٤٥ ١٢ ①②③ Ⅻ ½ ²',
+  '我爱北京天安门。你好！',
+  'カタカナとひらがな、漢字',
+  '日本語ABC混合テキスト123です',
+  '👩🏽‍💻🧑‍🤝‍🧑',
+  '🇯🇵🇺🇸 ❤️‍🔥 1️⃣ #️⃣',
+  'n\u0303 a\u0308\u0301 \u0915\u094d\u0937',
+  'हिन्दी भाषा ภาษาไทย',
+  'for (int i = 0; i < n; ++i) {\n\tsum += a[i];\n}',
+  'const x = {"key": [1, 2.5, -3]};',
+  '    def __init__(self):\n        self._x = None\n',
+  'SELECT * FROM t WHERE id=42; -- done',
+  'x // comment\n/* block */ #include <stdio.h>',
+  '.NET #include @user $var ~/path ./run.sh',
+  'camelCaseWord PascalCase snake_case kebab-case SCREAMING_CASE',
+  'HelloWorld ABCdef aBC Abc iPhone eBay McDonald',
+  'ǅungla ǈ ǋ Ǳ',
+  'ﬁnancial ﬀ µ ß ẞ Straße',
+  "it's It'S IT's l'homme c'est we'RE",
+  '’s curly ‘quotes’ “double” — dash… ellipsis',
+  'Hello世界Привет abcαβγабв',
+  'ÀÉÎÕÜ àéîõü',
+  '\ufeffBOM at start, x\ufeffy',
+  '<|im_start|',
+  '<end_of_turn >',
+  '< |im_end| >',
+  '<|eot_id|><|eot_id|>',
+  '<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n',
+  '<|start|>assistant<|channel|>final<|message|>Hi<|end|><|return|>',
+  '<|im_start|><|im_end|>',
+  '<|endoftext|>x<|endoftext|',
+  '[INST][/INST]',
+  '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>',
+  '<|system|>\nBe brief.<|end|>\n<|user|>\n  Hi \n<|end|>\n<|assistant|>\n',
+  'text  <|system|>  spaced \t\n<table> cell <unused0>\n\n',
+];
+
 const TRAIN_TEXT = CORPUS.repeat(3) + 'the the the and and and ing ing ed ed er er ';
+
 
 /** Most frequent adjacent pair of `words` (weighted by count); ties by the pair's text. */
 function bestPair(words: Map<string[], number>): [string, string] | undefined {
@@ -99,25 +152,39 @@ function byteEncode(text: string): string {
   return out;
 }
 
-/** A byte-level BPE vocabulary for `tokenizer.ggml.pre` = `pre` (undefined: no key). */
-export function byteLevelBpeVocab(pre: string | undefined, flags: Partial<TinyVocab> = {}, specialIds = true): TinyVocab {
+/**
+ * Control tokens of the chat formats of gpt-oss (harmony: <|end|> ends a message, <|return|> /
+ * <|call|> the turn), Gemma and Llama 3, for the vocabularies of the newer pre-tokenizers.
+ */
+export const CHAT_CONTROL_TOKENS = ['<|start|>', '<|channel|>', '<|message|>', '<|end|>', '<|return|>', '<|call|>', '<start_of_turn>', '<end_of_turn>', '<|eot_id|>'];
+
+/**
+ * A byte-level BPE vocabulary for `tokenizer.ggml.pre` = `pre` (undefined: no key). `wide`: the
+ * newer pre-tokenizers' vocabularies, trained also on AWKWARD_TEXTS and on the words gpt-4o,
+ * tekken, deepseek-v3 and qwen35 cut, with CHAT_CONTROL_TOKENS after the usual control tokens.
+ */
+export function byteLevelBpeVocab(pre: string | undefined, flags: Partial<TinyVocab> = {}, specialIds = true, wide = false): TinyVocab {
   // Words as several pre-tokenizers cut them, so that some merges (digit runs, a space before a
-  // bracket, uppercase contractions) are reachable under one pre-tokenizer and not another.
-  const cpts = codePoints(TRAIN_TEXT);
+  // bracket, uppercase contractions, camelCase) are reachable under one pre-tokenizer and not another.
+  // (not the near-special strings: a learned token must not spell a control token)
+  const awkward = AWKWARD_TEXTS.filter((t) => !/<[|a-z_]/.test(t)).join('\n');
+  const cpts = codePoints(wide ? TRAIN_TEXT + awkward.repeat(2) : TRAIN_TEXT);
   const words: string[][] = [];
-  for (const regexes of [[GPT2_REGEX], [LLAMA3_REGEX], [QWEN2_REGEX], preTokenizer(undefined)!.regexes]) {
+  const families = [[GPT2_REGEX], [LLAMA3_REGEX], [QWEN2_REGEX], preTokenizer(undefined)!.regexes];
+  if (wide) families.push(...['gpt-4o', 'tekken', 'deepseek-v3', 'qwen35'].map((p) => preTokenizer(p)!.regexes));
+  for (const regexes of families) {
     let from = 0;
     for (const n of regexSplit(cpts, regexes)) {
       words.push(Array.from(byteEncode(String.fromCodePoint(...cpts.subarray(from, from + n)))));
       from += n;
     }
   }
-  const merges = train(words, 600);
+  const merges = train(words, wide ? 1500 : 600);
   const tokens: string[] = [];
   for (let b = 0; b < 256; b++) tokens.push(byteToChar(b));
   for (const [a, b] of merges) tokens.push(a + b);
   const types: number[] = tokens.map(() => TOKEN_TYPE.normal);
-  const special = ['<|begin_of_text|>', '<|end_of_text|>', '<|im_start|>', '<|im_end|>', '<|endoftext|>'];
+  const special = ['<|begin_of_text|>', '<|end_of_text|>', '<|im_start|>', '<|im_end|>', '<|endoftext|>', ...(wide ? CHAT_CONTROL_TOKENS : [])];
   for (const s of special) {
     tokens.push(s);
     types.push(TOKEN_TYPE.control);
@@ -137,16 +204,20 @@ export function byteLevelBpeVocab(pre: string | undefined, flags: Partial<TinyVo
 }
 
 /** A SentencePiece-style vocabulary (scores = -merge order, characters below every merge). */
-export function sentencePieceVocab(flags: Partial<TinyVocab> = {}): TinyVocab {
+export function sentencePieceVocab(flags: Partial<TinyVocab> = {}, style: 'llama' | 'gemma' | 'phi3' = 'llama'): TinyVocab {
   const words: string[][] = TRAIN_TEXT.split(/\s+/)
     .filter((w) => w.length > 0)
     .map((w) => Array.from('\u2581' + w));
   const chars = [...new Set(words.flat())].sort();
   const merges = train(words, 300);
 
-  const tokens = ['<unk>', '<s>', '</s>'];
-  const types: number[] = [TOKEN_TYPE.unknown, TOKEN_TYPE.control, TOKEN_TYPE.control];
-  const scores: number[] = [0, 0, 0];
+  // Gemma: <pad> <eos> <bos> <unk> first, whitespace runs as pieces, no leading space
+  const gemma = style === 'gemma';
+  const tokens = gemma ? ['<pad>', '<eos>', '<bos>', '<unk>'] : ['<unk>', '<s>', '</s>'];
+  const types: number[] = gemma
+    ? [TOKEN_TYPE.control, TOKEN_TYPE.control, TOKEN_TYPE.control, TOKEN_TYPE.unknown]
+    : [TOKEN_TYPE.unknown, TOKEN_TYPE.control, TOKEN_TYPE.control];
+  const scores: number[] = tokens.map(() => 0);
   for (let b = 0; b < 256; b++) {
     tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
     types.push(TOKEN_TYPE.byte);
@@ -167,17 +238,34 @@ export function sentencePieceVocab(flags: Partial<TinyVocab> = {}): TinyVocab {
     types.push(TOKEN_TYPE.normal);
     scores.push(-1000 - i);
   });
-  tokens.push('<|im_start|>', '<|im_end|>', '<extra>');
-  types.push(TOKEN_TYPE.control, TOKEN_TYPE.control, TOKEN_TYPE.userDefined);
-  scores.push(0, 0, 0);
+  const add = (text: string, type: number, score = 0) => {
+    tokens.push(text);
+    types.push(type);
+    scores.push(score);
+  };
+  add('<|im_start|>', TOKEN_TYPE.control);
+  add('<|im_end|>', TOKEN_TYPE.control);
+  add('<extra>', TOKEN_TYPE.userDefined);
+  if (gemma) {
+    for (const ws of ['\n', '\n\n', '\t', '\u2581\u2581', '\u2581\u2581\u2581\u2581']) add(ws, TOKEN_TYPE.normal, -1);
+    add('<start_of_turn>', TOKEN_TYPE.control);
+    add('<end_of_turn>', TOKEN_TYPE.control);
+    add('<unused0>', TOKEN_TYPE.userDefined);
+    add('<table>', TOKEN_TYPE.userDefined);
+  }
+  if (style === 'phi3') {
+    for (const t of ['<|endoftext|>', '<|assistant|>', '<|end|>', '<|user|>']) add(t, TOKEN_TYPE.control);
+    add('<|system|>', TOKEN_TYPE.userDefined);
+  }
   return {
     model: 'llama',
     tokens,
     scores: Float32Array.from(scores),
     tokenTypes: Int32Array.from(types),
-    bosId: 1,
-    eosId: 2,
-    unknownId: 0,
+    bosId: gemma ? 2 : 1,
+    eosId: gemma ? 1 : 2,
+    unknownId: gemma ? 3 : 0,
+    ...(gemma ? { paddingId: 0, addSpacePrefix: false } : {}),
     ...flags,
   };
 }
@@ -200,4 +288,23 @@ export const GENERATED_VOCABS: Record<string, () => TinyVocab> = {
   // no bos/eos keys: llama.cpp's byte-level defaults (id 11) apply
   'bpe-gpt-2': () => byteLevelBpeVocab('gpt-2', {}, false),
   'spm-tiny': () => sentencePieceVocab(),
+  // the pre-tokenizers of gpt-oss, Mistral Nemo / Small 3, DeepSeek, Falcon, Seed-Coder, SmolLM2, Qwen 3.5
+  'bpe-gpt-4o': () => byteLevelBpeVocab('gpt-4o', {}, true, true),
+  'bpe-tekken': () => byteLevelBpeVocab('tekken', {}, true, true),
+  'bpe-deepseek-llm': () => byteLevelBpeVocab('deepseek-llm', { addBos: true }, true, true),
+  'bpe-deepseek-v3': () => byteLevelBpeVocab('deepseek-v3', { addBos: true }, true, true),
+  'bpe-deepseek-coder': () => byteLevelBpeVocab('deepseek-coder', {}, true, true),
+  'bpe-falcon': () => byteLevelBpeVocab('falcon', {}, true, true),
+  'bpe-seed-coder': () => byteLevelBpeVocab('seed-coder', {}, true, true),
+  'bpe-smollm': () => byteLevelBpeVocab('smollm', {}, true, true),
+  'bpe-qwen35': () => byteLevelBpeVocab('qwen35', {}, true, true),
+  // SentencePiece as Gemma 2 / 3 and Phi-3 / 3.5 ship it
+  'spm-gemma': () => sentencePieceVocab({}, 'gemma'),
+  'spm-phi3': () => sentencePieceVocab({}, 'phi3'),
 };
+
+/**
+ * general.name of the generated models whose name llama.cpp reads (Phi-3's special tokens strip
+ * the whitespace after them by name); the others get the writer's default.
+ */
+export const GENERATED_MODEL_NAMES: Record<string, string> = { 'spm-phi3': 'Phi-3 Mini Tiny' };

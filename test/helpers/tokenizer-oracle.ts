@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { parseGguf } from '../../src/llm/gguf/index.js';
 import { Tokenizer } from '../../src/llm/tokenizer/index.js';
 import { encodeGguf, vocabMetadata } from './gguf-writer.js';
-import { GENERATED_VOCABS, vocabFingerprint } from './tiny-vocab.js';
+import { GENERATED_MODEL_NAMES, GENERATED_VOCABS, vocabFingerprint } from './tiny-vocab.js';
+
+export { AWKWARD_TEXTS } from './tiny-vocab.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const DATA_DIR = path.join(ROOT, 'test/data');
@@ -33,6 +35,8 @@ export interface OracleFile {
   bos: number | null;
   eos: number | null;
   eot: number | null;
+  /** Every id llama.cpp's llama_vocab_is_eog accepts (recorded since the awkward texts). */
+  eog?: number[];
   addBos: boolean;
   addEos: boolean;
   cases: OracleCase[];
@@ -60,5 +64,6 @@ export async function oracleTokenizer(o: OracleFile): Promise<Tokenizer> {
   if (vocabFingerprint(vocab) !== o.vocabFingerprint) {
     throw new Error(`${o.model}: the vocabulary no longer matches the recorded one; re-run scripts/oracle/record.mjs`);
   }
-  return Tokenizer.fromGguf(await parseGguf(encodeGguf({ metadata: vocabMetadata(vocab) })));
+  const name = GENERATED_MODEL_NAMES[o.model];
+  return Tokenizer.fromGguf(await parseGguf(encodeGguf({ metadata: { ...vocabMetadata(vocab), ...(name ? { 'general.name': name } : {}) } })));
 }

@@ -41,6 +41,7 @@ export class Completion {
   private lastTokenAt: number | null = null;
   private count = 0;
   private stoppedByString = false;
+  private stoppedByEog = false;
   /** Log-probabilities of the tokens generated since takeLogprobs() last ran. */
   private logprobs: TokenLogprob[] = [];
 
@@ -91,6 +92,13 @@ export class Completion {
     const stops = new StopMatcher(this.params.stop);
     try {
       for await (const { token, logprob, top } of this.generation) {
+        // The engine stops at the file's EOS / EOT ids only; a chat turn may end with another
+        // end-of-generation token (Gemma's <end_of_turn>, Phi-3's <|end|>, Llama 3's <|eom_id|>,
+        // gpt-oss's <|call|>), which ends the answer here, as llama.cpp does, and is not part of it.
+        if (this.instance.tokenizer.isEog(token)) {
+          this.stoppedByEog = true;
+          break;
+        }
         if (logprob !== undefined) this.logprobs.push({ token, logprob, top: top ?? [] });
         const now = performance.now();
         this.firstTokenAt ??= now;
@@ -104,6 +112,7 @@ export class Completion {
         }
       }
       if (!this.stoppedByString) {
+        // (after an end-of-generation token too: held-back text that is not a stop goes out)
         const rest = stops.push(decoder.flush());
         const tail = rest.emit + (rest.stopped ? '' : stops.flush());
         if (rest.stopped) this.stoppedByString = true;
@@ -119,7 +128,7 @@ export class Completion {
       throw engineError(err, this.promptField);
     });
     return {
-      finishReason: this.stoppedByString || result.finishReason !== 'length' ? 'stop' : 'length',
+      finishReason: this.stoppedByString || this.stoppedByEog || result.finishReason !== 'length' ? 'stop' : 'length',
       promptTokens: this.promptTokens.length,
       completionTokens: this.count,
       cachedTokens: result.cachedTokens,

@@ -13,7 +13,7 @@ export interface TokenLogprob {
   readonly top: ReadonlyArray<readonly [number, number]>;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: false });
+const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 /** A token's text as the answer shows it (special tokens as their text), and its bytes. */
 function pieceOf(tokenizer: Tokenizer, token: number): { text: string; bytes: number[] } {

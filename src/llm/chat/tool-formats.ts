@@ -5,12 +5,14 @@
 //   hermes   Qwen 2.5, Hermes, and our default for templates without tools:
 //            <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>, one block per call
 //   mistral  Mistral 7B v0.3, Nemo: [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...]
+//   mistral-args  Mistral Small 3.2, Devstral, Magistral / Ministral: [TOOL_CALLS]f[ARGS]{...}
+//            (Small 3.2's history also writes [CALL_ID]id before [ARGS]), one block per call
 // A "block" is the text of one or more calls that stands or falls as a whole: one <tool_call>
 // element, one [TOOL_CALLS] array, one llama3 object. Readers work on text that may still grow
 // (see tool-json.ts): "more" means wait, "bad" means this was no call after all.
 import { type JsonRead, readJsonObject, readLiteral, skipJsonSpace } from './tool-json.js';
 
-export type ToolFamily = 'llama3' | 'hermes' | 'mistral';
+export type ToolFamily = 'llama3' | 'hermes' | 'mistral' | 'mistral-args';
 
 /** One call as the model wrote it: the arguments are its JSON text, exactly as generated. */
 export interface ParsedToolCall {
@@ -34,6 +36,8 @@ export const HERMES_OPEN = '<tool_call>';
 export const HERMES_CLOSE = '</tool_call>';
 export const MISTRAL_TAG = '[TOOL_CALLS]';
 export const LLAMA_PYTHON_TAG = '<|python_tag|>';
+export const MISTRAL_ARGS = '[ARGS]';
+export const MISTRAL_CALL_ID = '[CALL_ID]';
 
 const isPlainObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -108,6 +112,42 @@ const mistral: ToolSyntax = {
   },
 };
 
+/** The end of a run of `allowed` characters from `pos` (a name, a call id). */
+function runEnd(text: string, pos: number, allowed: RegExp): number {
+  let end = pos;
+  while (end < text.length && allowed.test(text[end]!)) end++;
+  return end;
+}
+
+const NAME_CHAR = /[A-Za-z0-9_.-]/;
+const ID_CHAR = /[A-Za-z0-9]/;
+
+const mistralArgs: ToolSyntax = {
+  family: 'mistral-args',
+  findStart: (text, from) => text.indexOf(MISTRAL_TAG, from),
+  partialStart: (text) => partialMarker(text, MISTRAL_TAG),
+  readBlock(text, start) {
+    const open = readLiteral(text, start, MISTRAL_TAG);
+    if (open.status !== 'done') return open;
+    const nameEnd = runEnd(text, open.end, NAME_CHAR);
+    if (nameEnd === text.length) return { status: 'more' };
+    if (nameEnd === open.end) return { status: 'bad' };
+    const name = text.slice(open.end, nameEnd);
+    let pos = nameEnd;
+    const callId = readLiteral(text, pos, MISTRAL_CALL_ID);
+    if (callId.status === 'more') return callId; // "[" alone may still become either tag
+    if (callId.status === 'done') {
+      pos = runEnd(text, callId.end, ID_CHAR);
+      if (pos === text.length) return { status: 'more' };
+    }
+    const args = readLiteral(text, pos, MISTRAL_ARGS);
+    if (args.status !== 'done') return args;
+    const read = readJsonObject(text, args.end);
+    if (read.status !== 'done') return read;
+    return { status: 'done', end: read.end, calls: [{ name, arguments: text.slice(args.end, read.end) }] };
+  },
+};
+
 // A llama3 call is a bare JSON object, so its beginning is a pattern rather than a tag: "{",
 // JSON whitespace, then the "name" key.
 const LLAMA_OBJECT = /\{[ \t\n\r]*"name"/g;
@@ -139,7 +179,7 @@ const llama3: ToolSyntax = {
   },
 };
 
-export const TOOL_SYNTAXES: Readonly<Record<ToolFamily, ToolSyntax>> = { llama3, hermes, mistral };
+export const TOOL_SYNTAXES: Readonly<Record<ToolFamily, ToolSyntax>> = { llama3, hermes, mistral, 'mistral-args': mistralArgs };
 
 /** The text a hermes-style model writes for one call (our default template's history). */
 export function hermesCallText(name: string, args: string): string {
@@ -153,7 +193,7 @@ export function hermesCallText(name: string, args: string): string {
  */
 export function detectToolFamily(source: string): { family: ToolFamily; native: boolean } {
   if (!/\btools\b/.test(source)) return { family: 'hermes', native: false };
-  if (source.includes(MISTRAL_TAG)) return { family: 'mistral', native: true };
+  if (source.includes(MISTRAL_TAG)) return { family: source.includes(MISTRAL_ARGS) ? 'mistral-args' : 'mistral', native: true };
   if (source.includes(HERMES_OPEN)) return { family: 'hermes', native: true };
   // Llama 3.1 writes <|python_tag|>; 3.2 does not, but both declare the ipython environment.
   if (source.includes(LLAMA_PYTHON_TAG) || source.includes('Environment: ipython')) return { family: 'llama3', native: true };

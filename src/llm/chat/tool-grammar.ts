@@ -6,21 +6,21 @@
 //   lazyToolGrammar   tool_choice "auto": the model writes freely until its text contains
 //                     `trigger`; from there on, what follows the trigger must match `grammar`
 //
-// Triggers: hermes `<tool_call>` and mistral `[TOOL_CALLS]`, the tags that open a block. llama3
+// Triggers: hermes `<tool_call>` and mistral / mistral-args `[TOOL_CALLS]`, the tags that open a block. llama3
 // has no tag for custom tools (Llama 3.1 writes <|python_tag|> only before its built-in tools, and
 // Llama 3.2 never does), so its trigger is `{"name"`: the exact opening of the call the template
 // shows the model (`{"name": function name, "parameters": ...}`). A model that spaces it
 // differently (`{ "name"`) goes unconstrained, and the parser still reads its call if it is valid.
 //
-// parallel: several calls in a row (hermes: blocks, mistral: array elements); llama3 takes one
+// parallel: several calls in a row (hermes, mistral-args: blocks, mistral: array elements); llama3 takes one
 // call per message whatever parallel says, since its template refuses to render two.
 import { type Grammar, GrammarBuilder, GrammarTooLargeError, type Sequence } from '../structured/grammar.js';
 import { JsonSchemaCompiler, SchemaError } from '../structured/json-schema.js';
-import { HERMES_CLOSE, HERMES_OPEN, MISTRAL_TAG, type ToolFamily } from './tool-formats.js';
+import { HERMES_CLOSE, HERMES_OPEN, MISTRAL_ARGS, MISTRAL_CALL_ID, MISTRAL_TAG, type ToolFamily } from './tool-formats.js';
 import { argumentsSchema, type ToolChoice, type ToolDefinition } from './tool-params.js';
 
 /** The key a family puts the arguments under. */
-const ARGUMENTS_KEY: Record<ToolFamily, string> = { llama3: 'parameters', hermes: 'arguments', mistral: 'arguments' };
+const ARGUMENTS_KEY: Record<ToolFamily, string> = { llama3: 'parameters', hermes: 'arguments', mistral: 'arguments', 'mistral-args': 'arguments' };
 const LLAMA_TRIGGER = '{"name"';
 /** Compile time for all the tools of a request together (each schema compiler has its own clock). */
 const DEADLINE_MS = 2000;
@@ -68,6 +68,16 @@ class CallGrammar {
     return [...this.b.literal('{'), ...this.ws(), ...this.b.literal('"name"'), ...this.afterNameKey()];
   }
 
+  /**
+   * One mistral-args call after its [TOOL_CALLS]: NAME, optionally [CALL_ID] and an id of 1 to 16
+   * letters and digits (Small 3.2 writes one), then [ARGS] and the arguments.
+   */
+  argsCall(): Sequence {
+    const id = this.b.repeat(this.b.chars([[0x30, 0x39], [0x41, 0x5a], [0x61, 0x7a]]), 1, 16);
+    const callId = this.b.optional([...this.b.literal(MISTRAL_CALL_ID), ...id]);
+    return this.b.choice(...this.tools.map((tool) => [...this.b.literal(tool.name), ...callId, ...this.b.literal(MISTRAL_ARGS), ...this.args(tool)]));
+  }
+
   /** `one`, or with parallel calls, `one` then any more, each after `separator`. */
   some(one: Sequence, separator: Sequence, parallel: boolean): Sequence {
     return parallel ? [...one, ...this.b.repeat([...separator, ...one], 0, MAX_PARALLEL_CALLS - 1)] : one;
@@ -111,6 +121,8 @@ function eager(family: ToolFamily, tools: readonly ToolDefinition[], parallel: b
       const separator = [...g.ws(), ...b.literal(','), ...g.ws()];
       return b.build([...b.literal(MISTRAL_TAG), ...g.ws(), ...b.literal('['), ...g.ws(), ...g.some(call, separator, parallel), ...g.ws(), ...b.literal(']')]);
     }
+    case 'mistral-args':
+      return b.build(g.some(b.rule([[...b.literal(MISTRAL_TAG), ...g.argsCall()]]), [], parallel));
   }
 }
 
@@ -118,7 +130,7 @@ function eager(family: ToolFamily, tools: readonly ToolDefinition[], parallel: b
 export const MAX_PARALLEL_CALLS = 8;
 
 /** What starts a call in each family's syntax: the text a lazy grammar waits for. */
-export const LAZY_TRIGGERS: Readonly<Record<ToolFamily, string>> = { llama3: LLAMA_TRIGGER, hermes: HERMES_OPEN, mistral: MISTRAL_TAG };
+export const LAZY_TRIGGERS: Readonly<Record<ToolFamily, string>> = { llama3: LLAMA_TRIGGER, hermes: HERMES_OPEN, mistral: MISTRAL_TAG, 'mistral-args': MISTRAL_TAG };
 
 /** tool_choice "auto": free text until `trigger`, then `grammar` on what follows the trigger. */
 export function lazyToolGrammar(family: ToolFamily, tools: readonly ToolDefinition[], parallel: boolean): { trigger: string; grammar: Grammar } {
@@ -141,6 +153,11 @@ function lazy(family: ToolFamily, tools: readonly ToolDefinition[], parallel: bo
       const separator = [...g.ws(), ...b.literal(','), ...g.ws()];
       const array = [...g.ws(), ...b.literal('['), ...g.ws(), ...g.some(b.rule([g.call()]), separator, parallel), ...g.ws(), ...b.literal(']')];
       return { trigger: LAZY_TRIGGERS.mistral, grammar: b.build(array) };
+    }
+    case 'mistral-args': {
+      const first = b.rule([g.argsCall()]);
+      const next = [...b.literal(MISTRAL_TAG), ...first];
+      return { trigger: LAZY_TRIGGERS['mistral-args'], grammar: b.build(parallel ? [...first, ...b.repeat(next, 0, MAX_PARALLEL_CALLS - 1)] : first) };
     }
   }
 }

@@ -8,7 +8,8 @@ import type { ByteSource } from './source.js';
 
 const CHUNK = 1 << 20;
 
-const utf8 = new TextDecoder('utf-8', { fatal: false });
+// ignoreBOM: a string that starts with U+FEFF keeps it (Llama 2's token 30143 is exactly that).
+const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 export class Cursor {
   private buf: Uint8Array = new Uint8Array(0);

@@ -2,17 +2,19 @@
 // and therefore the token ids, are the same:
 //
 // - the regexes are applied one after another, each refining the pieces the previous one made;
-// - the GPT-2, Llama 3 and Qwen2 regexes run as llama.cpp's hand-written state machines (ported
+// - the GPT-2, Llama 3, Qwen2 and Qwen3.5 regexes run as llama.cpp's hand-written state machines (ported
 //   below line for line), not as regexes: they differ from a true regex engine at the edges;
 // - any other regex with \p{..} classes runs on a "collapsed" copy of the text in which every
 //   non-ASCII code point is one stand-in byte for its class (0xD1 number, 0xD2 letter, 0xD3
 //   punctuation, 0xD4 mark, 0xD5 symbol, 0xD0 other, 0x0B whitespace), with each \p{X} rewritten to
 //   [stand-in + its ASCII members], exactly as llama.cpp feeds std::regex;
-// - a regex without \p{..} runs on the text with non-ASCII whitespace replaced by 0x0B.
+// - a regex without \p{..} runs on the code points themselves (std::wregex), non-ASCII whitespace
+//   replaced by 0x0B, \s meaning ASCII whitespace only as in the C locale; it may hold non-ASCII
+//   characters and ranges beyond the BMP (deepseek-llm's letters), so it runs with the `u` flag.
 //
 // Positions are code point indices; the result is the list of word lengths.
 
-import { GPT2_REGEX, LLAMA3_REGEX, QWEN2_REGEX } from './pre-tokenizers.js';
+import { GPT2_REGEX, LLAMA3_REGEX, QWEN2_REGEX, QWEN35_REGEX } from './pre-tokenizers.js';
 import {
   CPT_ACCENT_MARK,
   CPT_CATEGORIES,
@@ -24,13 +26,14 @@ import {
   cptFlags,
 } from './unicode.js';
 
-type CustomKind = 'gpt2' | 'llama3' | 'qwen2';
+type CustomKind = 'gpt2' | 'llama3' | 'qwen2' | 'qwen35';
 
 const CUSTOM = new Map<string, CustomKind>([
   [GPT2_REGEX, 'gpt2'],
   [LLAMA3_REGEX, 'llama3'],
   ["(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 'llama3'],
   [QWEN2_REGEX, 'qwen2'],
+  [QWEN35_REGEX, 'qwen35'],
 ]);
 
 const OUT = -1;
@@ -56,7 +59,7 @@ export function regexSplit(cpts: Uint32Array, regexes: readonly string[]): numbe
       collapsed ??= collapse(cpts);
       offsets = splitRegex(collapsed, collapsedRegex(expr), offsets);
     } else {
-      offsets = splitRegex(wideText(cpts), new RegExp(expr, 'g'), offsets);
+      offsets = splitWide(cpts, wideRegex(expr), offsets);
     }
   }
   return offsets;
@@ -64,6 +67,9 @@ export function regexSplit(cpts: Uint32Array, regexes: readonly string[]): numbe
 
 function splitCustom(cpts: Uint32Array, offsets: readonly number[], kind: CustomKind): number[] {
   const out: number[] = [];
+  // Qwen3.5's letter runs also take combining marks: [\p{L}\p{M}]+, and [^\s\p{L}\p{M}\p{N}]+
+  const word = kind === 'qwen35' ? CPT_LETTER | CPT_ACCENT_MARK : CPT_LETTER;
+  const notSymbol = kind === 'qwen35' ? LETTER_NUMBER_WS | CPT_ACCENT_MARK : LETTER_NUMBER_WS;
   let start = 0;
   for (const length of offsets) {
     const ini = start;
@@ -138,18 +144,18 @@ function splitCustom(cpts: Uint32Array, offsets: readonly number[], kind: Custom
         continue;
       }
 
-      // [^\r\n\p{L}\p{N}]?\p{L}+
+      // [^\r\n\p{L}\p{N}]?\p{L}+ (qwen35: [\p{L}\p{M}]+)
       if (!(c === CR || c === LF || fl & CPT_NUMBER)) {
-        if (fl & CPT_LETTER || flags(pos + 1) & CPT_LETTER) {
+        if (fl & word || flags(pos + 1) & word) {
           pos++;
-          while (flags(pos) & CPT_LETTER) pos++;
+          while (flags(pos) & word) pos++;
           add(pos);
           continue;
         }
       }
-      // \p{N}{1,3} (llama3) or \p{N} (qwen2)
+      // \p{N}{1,3} (llama3) or \p{N} (qwen2, qwen35)
       if (fl & CPT_NUMBER) {
-        if (kind === 'qwen2') {
+        if (kind !== 'llama3') {
           add(++pos);
           continue;
         }
@@ -165,9 +171,9 @@ function splitCustom(cpts: Uint32Array, offsets: readonly number[], kind: Custom
       }
       // <space>?[^\s\p{L}\p{N}]+[\r\n]*  (llama.cpp tests the current code point's flags here)
       let f2 = c === SPACE ? flags(pos + 1) : fl;
-      if (!(f2 & LETTER_NUMBER_WS) && fl !== 0) {
+      if (!(f2 & notSymbol) && fl !== 0) {
         pos += c === SPACE ? 1 : 0;
-        while (!(f2 & LETTER_NUMBER_WS) && f2 !== 0) f2 = flags(++pos);
+        while (!(f2 & notSymbol) && f2 !== 0) f2 = flags(++pos);
         let c2 = cpt(pos);
         while (c2 === CR || c2 === LF) c2 = cpt(++pos);
         add(pos);
@@ -278,14 +284,67 @@ function collapsedRegex(expr: string): RegExp {
   return re;
 }
 
-/** One UTF-16 unit per code point (astral ones become U+FFFF), non-ASCII whitespace as 0x0B. */
-function wideText(cpts: Uint32Array): string {
-  let s = '';
-  for (const c of cpts) {
-    if (c > 0x7f && cptFlags(c) & CPT_WHITESPACE) s += '\u000b';
-    else s += c > 0xffff ? '\uffff' : String.fromCharCode(c);
+const wideCache = new Map<string, RegExp>();
+
+/**
+ * A std::wregex expression as a JavaScript one over code points: \s and \S become ASCII classes
+ * (the C locale's iswspace; JavaScript's \s would also take U+FEFF, which llama.cpp's White_Space
+ * table does not turn into 0x0B).
+ */
+function wideRegex(expr: string): RegExp {
+  let re = wideCache.get(expr);
+  if (re) return re;
+  let out = '';
+  let inside = false;
+  for (let i = 0; i < expr.length; i++) {
+    const ch = expr[i]!;
+    if (ch === '\\' && i + 1 < expr.length) {
+      const next = expr[i + 1]!;
+      if (next === 's') out += inside ? '\\t-\\r ' : '[\\t-\\r ]';
+      else if (next === 'S' && !inside) out += '[^\\t-\\r ]';
+      else out += ch + next;
+      i++;
+      continue;
+    }
+    if (ch === '[') inside = true;
+    else if (ch === ']') inside = false;
+    out += ch;
   }
-  return s;
+  re = new RegExp(out, 'gu');
+  wideCache.set(expr, re);
+  return re;
+}
+
+/** `splitRegex` on the code points themselves, non-ASCII whitespace as 0x0B. */
+function splitWide(cpts: Uint32Array, re: RegExp, offsets: readonly number[]): number[] {
+  const out: number[] = [];
+  let start = 0;
+  for (const length of offsets) {
+    // the piece as a string, and for each UTF-16 index the code point index it starts
+    let piece = '';
+    const cpIndex: number[] = [];
+    for (let i = 0; i < length; i++) {
+      const c = cpts[start + i]!;
+      const ch = c > 0x7f && cptFlags(c) & CPT_WHITESPACE ? '\u000b' : String.fromCodePoint(c);
+      cpIndex.push(i);
+      if (ch.length === 2) cpIndex.push(i);
+      piece += ch;
+    }
+    cpIndex.push(length);
+    re.lastIndex = 0;
+    let last = 0;
+    for (let m = re.exec(piece); m !== null; m = re.exec(piece)) {
+      const from = cpIndex[m.index]!;
+      const to = cpIndex[m.index + m[0].length]!;
+      if (from > last) out.push(from - last);
+      if (to > from) out.push(to - from);
+      else re.lastIndex += piece.codePointAt(re.lastIndex)! > 0xffff ? 2 : 1;
+      last = to;
+    }
+    if (last < length) out.push(length - last);
+    start += length;
+  }
+  return out;
 }
 
 /** Every match becomes a word and so does every gap between matches (regex_iterator's split). */

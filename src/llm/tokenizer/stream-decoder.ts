@@ -8,7 +8,7 @@ import type { DecodeOptions, Tokenizer } from './tokenizer.js';
 
 export class StreamDecoder {
   // TextDecoder's stream mode holds incomplete sequences back and decodes exactly as one call would.
-  private readonly utf8 = new TextDecoder('utf-8', { fatal: false });
+  private readonly utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
   private readonly cleaner: SpaceCleaner | null;
   private first = true;
 

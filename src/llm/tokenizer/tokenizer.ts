@@ -38,7 +38,7 @@ export interface DecodeOptions {
   startOfText?: boolean;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: false });
+const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 export class Tokenizer {
   private readonly pieces: PieceTable;

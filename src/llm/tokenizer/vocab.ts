@@ -20,6 +20,10 @@ export const TokenAttr = {
   CONTROL: 1 << 3,
   USER_DEFINED: 1 << 4,
   BYTE: 1 << 5,
+  /** Swallows the whitespace before it when cut out of text. */
+  LSTRIP: 1 << 7,
+  /** Swallows the whitespace after it when cut out of text. */
+  RSTRIP: 1 << 8,
 } as const;
 
 /** GGUF token types (tokenizer.ggml.token_type) to attributes. */
@@ -47,7 +51,7 @@ export interface Vocab {
   pre: PreTokenizer | null;
   tokens: readonly string[];
   scores: Float32Array;
-  attrs: Uint8Array;
+  attrs: Uint16Array;
   tokenToId: ReadonlyMap<string, number>;
   /** BPE merge ranks: bpeRanks.get(left)?.get(right) (gpt2 only). */
   bpeRanks: ReadonlyMap<string, ReadonlyMap<string, number>>;
@@ -96,6 +100,51 @@ const EOG_TEXTS = [
 ];
 /** gpt-oss channel markers that llama.cpp always renders (forced to user-defined). */
 const ALWAYS_RENDERED = ['<|channel|>', '<|message|>', '<|start|>', '<|constrain|>'];
+
+/**
+ * llama.cpp's two corrections of the text-based EOG set: gpt-oss (o200k_harmony) and solar-open
+ * end a message, not the turn, with <|end|> when <|return|> / <|call|> (or <|calls|> / <|flush|>)
+ * exist, so <|end|> is dropped and becomes user-defined (rendered); Gemma 4 has <|tool_response>
+ * and its </s> is an ordinary token.
+ */
+function dropFalseEog(eog: Set<number>, tokens: readonly string[], attrs: Uint16Array): void {
+  const byText = new Map<string, number>();
+  for (const id of eog) if (id >= 0 && id < tokens.length) byText.set(tokens[id]!, id);
+  const has = (t: string) => byText.has(t);
+  const end = byText.get('<|end|>');
+  if (end !== undefined && ((has('<|return|>') && (has('<|call|>') || has('<|calls|>'))) || ((has('<|call|>') || has('<|calls|>')) && has('<|flush|>')))) {
+    eog.delete(end);
+    attrs[end] = TokenAttr.USER_DEFINED;
+  }
+  const s = byText.get('</s>');
+  if (s !== undefined && has('<|tool_response>')) {
+    eog.delete(s);
+    attrs[s] = TokenAttr.NORMAL;
+  }
+}
+
+/**
+ * llama.cpp's whitespace-stripping special tokens, chosen by name as it does: Phi-3's special
+ * tokens eat the whitespace after them (<|end|>\n<|assistant|> is two tokens), except <unk>,
+ * <s> and <|endoftext|>; some BERTs' mask token eats the whitespace before it.
+ */
+function setStripAttributes(m: GgufMetadata, preName: string, tokenToId: ReadonlyMap<string, number>, specialTokens: readonly number[], attrs: Uint16Array): void {
+  const name = (meta(() => m.optString('general.name')) ?? '').replace(/[A-Z]/g, (c) => c.toLowerCase());
+  const arch = meta(() => m.optString('general.architecture')) ?? '';
+  const set = (text: string, attr: number, on: boolean) => {
+    const id = tokenToId.get(text);
+    if (id !== undefined) attrs[id] = on ? attrs[id]! | attr : attrs[id]! & ~attr;
+  };
+  if (['jina-v2-de', 'jina-v2-es', 'jina-v2-code'].some((p) => preName.includes(p)) || ['nomic-bert-moe', 'jina-bert-v3'].some((a) => arch.includes(a))) {
+    set('<mask>', TokenAttr.LSTRIP, true);
+  } else if (name.includes('phi-3') || name.includes('phi3')) {
+    for (const id of specialTokens) attrs[id] = attrs[id]! | TokenAttr.RSTRIP;
+    set('</s>', TokenAttr.RSTRIP, true);
+    for (const t of ['<unk>', '<s>', '<|endoftext|>']) set(t, TokenAttr.RSTRIP, false);
+  } else if (name.includes('modern-bert')) {
+    set('[MASK]', TokenAttr.LSTRIP, true);
+  }
+}
 
 /** Converts metadata type errors into tokenizer errors (the caller sees one error class). */
 function meta<T>(read: () => T): T {
@@ -165,7 +214,7 @@ export function loadVocab(m: GgufMetadata): Vocab {
 
   const tokens: string[] = new Array<string>(n);
   const scores = new Float32Array(n);
-  const attrs = new Uint8Array(n);
+  const attrs = new Uint16Array(n);
   const tokenToId = new Map<string, number>();
   for (let i = 0; i < n; i++) {
     // An empty entry would be unreachable and ambiguous; llama.cpp renames it the same way.
@@ -266,6 +315,7 @@ export function loadVocab(m: GgufMetadata): Vocab {
     if (id !== undefined) attrs[id] = TokenAttr.USER_DEFINED;
   }
   for (const id of [eos, eot, eom]) if (id !== NO_TOKEN) eog.add(id);
+  dropFalseEog(eog, tokens, attrs);
 
   const specialTokens: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -273,6 +323,7 @@ export function loadVocab(m: GgufMetadata): Vocab {
   }
   const bytes = new Map(specialTokens.map((id) => [id, utf8Length(tokens[id]!)]));
   specialTokens.sort((a, b) => bytes.get(b)! - bytes.get(a)! || a - b);
+  setStripAttributes(m, preName, tokenToId, specialTokens, attrs);
 
   return {
     model,
