@@ -132,7 +132,7 @@ Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
     std::vector<float> scratch(static_cast<size_t>(nq * len));
     Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(nq * hd));
     k.attend(len, bs, stride, kb.data(), vb.data(), q.Data(), nq, hd, 1.0f / std::sqrt(static_cast<float>(hd)),
-             scratch.data(), out.Data());
+             0.0f, scratch.data(), out.Data());
     return out;
   }
   if (op == "silu") {

@@ -295,9 +295,9 @@ QUANT_TARGET void weighted_values(int64_t len, int64_t bs, int64_t stride, const
 
 QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* const* kb,
                          const float* const* vb, const float* q, int64_t nq, int64_t hd,
-                         float scale, float* scratch, float* out) {
+                         float scale, float softcap, float* scratch, float* out) {
   if (hd % 8 != 0 || len <= 0) {
-    quant_kernels_scalar()->attend(len, bs, stride, kb, vb, q, nq, hd, scale, scratch, out);
+    quant_kernels_scalar()->attend(len, bs, stride, kb, vb, q, nq, hd, scale, softcap, scratch, out);
     return;
   }
   float* s = scratch;  // [len][nq]
@@ -312,6 +312,9 @@ QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* c
       case 2: attend_scores<2>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
       default: attend_scores<1>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
     }
+  }
+  if (softcap > 0.0f) {
+    for (int64_t i = 0; i < len * nq; ++i) s[i] = softcap * std::tanh(s[i] / softcap);
   }
   // Softmax per head (column h of s): max, exp, sum. Groups of 8 heads are one vector per position.
   float sums[64];

@@ -107,7 +107,7 @@ void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
 // Scores first (scratch[h * len + p]), then the softmax of each head, then the weighted values.
 void attend(int64_t len, int64_t bs, int64_t stride, const float* const* k_blocks,
             const float* const* v_blocks, const float* q, int64_t nq, int64_t hd, float scale,
-            float* scratch, float* out) {
+            float softcap, float* scratch, float* out) {
   for (int64_t h = 0; h < nq; ++h) {
     const float* qh = q + h * hd;
     float* s = scratch + h * len;
@@ -116,7 +116,7 @@ void attend(int64_t len, int64_t bs, int64_t stride, const float* const* k_block
       const float* k = k_blocks[p / bs] + (p % bs) * stride;
       float acc = 0.0f;
       for (int64_t i = 0; i < hd; ++i) acc += qh[i] * k[i];
-      s[p] = acc * scale;
+      s[p] = softcap > 0.0f ? softcap * std::tanh(acc * scale / softcap) : acc * scale;
       mx = std::max(mx, s[p]);
     }
     float sum = 0.0f;
