@@ -168,8 +168,8 @@ describe('gemma2', () => {
   });
 
   it('a missing post-norm is refused, naming the tensor', async () => {
-    const m = build({ ...shape, arch: 'gemma2', seed: 45, omit: ['blk.0.ffn_post_norm.weight'] });
-    await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow(/missing tensor 'blk\.0\.ffn_post_norm\.weight'/);
+    const m = build({ ...shape, arch: 'gemma2', seed: 45, omit: ['blk.0.post_ffw_norm.weight'] });
+    await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow(/missing tensor 'blk\.0\.post_ffw_norm\.weight'/);
   });
 });
 

@@ -67,7 +67,7 @@ struct LayerWeights {
   const float* ffn_norm = nullptr;
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr;
   const float *q_norm = nullptr, *k_norm = nullptr;  // [head_dim], applied to every head
-  const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr;  // [dim]
+  const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr;  // [dim] post_attention_norm, post_ffw_norm
   const float* inv_freq = nullptr;  // [rope_dim / 2] this layer's RoPE frequencies
   int64_t window = 0;               // > 0: a token at p attends to positions p - window + 1 .. p
   WeightMatrix wq, wk, wv, wo;     // [q_dim, dim] [kv_dim, dim] [kv_dim, dim] [dim, q_dim]

@@ -267,8 +267,8 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
       L.k_norm = keep(vector_f32(f, b + "attn_k_norm.weight", c.head_dim));
     }
     if (c.has_post_norms) {
-      L.attn_post_norm = keep(vector_f32(f, b + "attn_post_norm.weight", c.dim));
-      L.ffn_post_norm = keep(vector_f32(f, b + "ffn_post_norm.weight", c.dim));
+      L.attn_post_norm = keep(vector_f32(f, b + "post_attention_norm.weight", c.dim));
+      L.ffn_post_norm = keep(vector_f32(f, b + "post_ffw_norm.weight", c.dim));
     }
     L.ffn_norm = keep(vector_f32(f, b + "ffn_norm.weight", c.dim));
     if (*arch == "phi3" && f.tensor(b + "ffn_gate.weight") == nullptr) {

@@ -98,7 +98,7 @@ export function archModel(o: ArchModelOptions): ArchModel {
       add(p + 'attn_k_norm.weight', [hd], norm);
     }
     add(p + 'attn_output.weight', [qd, o.nEmbd], matrix);
-    if (gemma) add(p + 'attn_post_norm.weight', [o.nEmbd], norm);
+    if (gemma) add(p + 'post_attention_norm.weight', [o.nEmbd], norm);
     add(p + 'ffn_norm.weight', [o.nEmbd], norm);
     if (fused) add(p + 'ffn_up.weight', [o.nEmbd, 2 * o.nFf], matrix);
     else {
@@ -106,7 +106,7 @@ export function archModel(o: ArchModelOptions): ArchModel {
       add(p + 'ffn_up.weight', [o.nEmbd, o.nFf], matrix);
     }
     add(p + 'ffn_down.weight', [o.nFf, o.nEmbd], matrix);
-    if (gemma) add(p + 'ffn_post_norm.weight', [o.nEmbd], norm);
+    if (gemma) add(p + 'post_ffw_norm.weight', [o.nEmbd], norm);
   }
   add('output_norm.weight', [o.nEmbd], norm);
   // gemma2's output is token_embd; the others get their own output matrix.

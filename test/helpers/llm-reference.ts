@@ -23,7 +23,7 @@ export interface ReferenceConfig {
   headDim?: number;
   /** Per-head RMSNorm of q and k (blk.N.attn_q_norm / attn_k_norm) before RoPE: qwen3, gemma3. */
   qkNorm?: boolean;
-  /** x += norm(f(norm(x))) with attn_post_norm / ffn_post_norm: gemma2, gemma3. */
+  /** x += norm(f(norm(x))) with blk.N.post_attention_norm / post_ffw_norm: gemma2, gemma3. */
   postNorms?: boolean;
   /** Token embeddings times this (gemma: sqrt(nEmbd)). */
   embedScale?: number;
@@ -184,7 +184,7 @@ export function referenceHidden(cfg: ReferenceConfig, w: Weights, tokens: readon
         }
       }
       let o = matvec(get(w, p + 'attn_output.weight'), att, nEmbd);
-      if (cfg.postNorms) o = rmsnorm(o, get(w, p + 'attn_post_norm.weight'), cfg.rmsEps);
+      if (cfg.postNorms) o = rmsnorm(o, get(w, p + 'post_attention_norm.weight'), cfg.rmsEps);
       x = x.map((v2, i) => v2 + o[i]!);
       const xf = rmsnorm(x, get(w, p + 'ffn_norm.weight'), cfg.rmsEps);
       const gateW = w.get(p + 'ffn_gate.weight');
@@ -194,7 +194,7 @@ export function referenceHidden(cfg: ReferenceConfig, w: Weights, tokens: readon
       const act = cfg.ffnActivation === 'gelu' ? gelu : (g: number) => g / (1 + Math.exp(-g));
       const hidden = gate.map((gv, i) => act(gv) * up[i]!);
       let down = matvec(get(w, p + 'ffn_down.weight'), hidden, nEmbd);
-      if (cfg.postNorms) down = rmsnorm(down, get(w, p + 'ffn_post_norm.weight'), cfg.rmsEps);
+      if (cfg.postNorms) down = rmsnorm(down, get(w, p + 'post_ffw_norm.weight'), cfg.rmsEps);
       x = x.map((v2, i) => v2 + down[i]!);
     }
     result.push(rmsnorm(x, get(w, 'output_norm.weight'), cfg.rmsEps));
