@@ -2,7 +2,8 @@
 // files are): the engine's logits at every position against the f64 reference
 // (helpers/llm-reference.ts) on small random F32 GGUF files with llama.cpp's tensor names and keys
 // (helpers/arch-models.ts); each switch shown to matter (the reference without it is far off);
-// sliding windows through chunked prefill and decoding; bad files refused by name.
+// sliding windows through chunked prefill and decoding; bad files refused by name; each
+// architecture served over the chat API by a real host.
 //
 // Tolerance: F32 weights and activations, so the only differences are f32 rounding and summation
 // order: 1e-4 relative (max |engine - reference| / max |reference| over all positions' logits),
@@ -10,10 +11,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadModel, type LoadModelOptions } from '../src/llm/engine/index.js';
-import { archModel, type ArchModelOptions } from './helpers/arch-models.js';
+import { archModel, type Architecture, type ArchModelOptions } from './helpers/arch-models.js';
 import { writeGguf } from './helpers/gguf-writer.js';
+import type { TestHost } from './helpers/in-process-host.js';
+import { libraryHost } from './helpers/library.js';
+import { spmVocab } from './helpers/llm-models.js';
 import { plainVocab, referenceLogits, relativeError, type ReferenceConfig } from './helpers/llm-reference.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llm-architectures-'));
@@ -243,5 +247,57 @@ describe('phi3', () => {
   it("rope.scaling.type 'longrope' without its factor tensors is refused, naming the tensor", async () => {
     const m = build({ ...shape, arch: 'phi3', seed: 64, longRope, omit: ['rope_factors_long.weight'] });
     await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow(/missing tensor 'rope_factors_long\.weight'/);
+  });
+});
+
+describe('served end to end over the chat API', () => {
+  const TEMPLATE = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>";
+  const served: Record<string, Omit<ArchModelOptions, 'vocab'>> = {
+    qwen3: { ...shape, arch: 'qwen3', headDim: 16 },
+    gemma2: { ...shape, arch: 'gemma2', weightScale: 0.12, metadata: { 'attention.sliding_window': { type: 'UINT32', value: 8 } } },
+    gemma3: { ...shape, nLayer: 3, arch: 'gemma3', metadata: { 'attention.sliding_window': { type: 'UINT32', value: 8 }, 'attention.sliding_window_pattern': { type: 'UINT32', value: 3 } } },
+    phi3: { ...shape, arch: 'phi3', name: 'tiny-p-three' },
+    llama3: { ...shape, arch: 'llama', ropeFreqs: [1, 2, 4, 8] },
+  };
+  let host: TestHost;
+  let token: string;
+  beforeAll(async () => {
+    ({ host, token } = await libraryHost((modelsDir) => {
+      const files: Record<string, string> = {};
+      for (const [id, o] of Object.entries(served)) {
+        writeGguf(path.join(modelsDir, `${id}.gguf`), archModel({ ...o, vocab: spmVocab(TEMPLATE), seed: 7, nCtx: 256 }).spec);
+        files[id] = `${id}.gguf`;
+      }
+      return files;
+    }, { LLM_CONTEXT_LENGTH: '256' }));
+  }, 120_000);
+  afterAll(async () => {
+    await host?.close();
+  });
+
+  interface Completion {
+    model: string;
+    choices: Array<{ message: { role: string; content: string }; finish_reason: string }>;
+    usage: { prompt_tokens: number; completion_tokens: number };
+  }
+  const chat = async (model: string): Promise<Completion> => {
+    const res = await fetch(`${host.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      // A prompt longer than the gemma models' window of 8.
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Once upon a time there was a little girl.' }], max_tokens: 10, temperature: 0 }),
+    });
+    expect(res.status).toBe(200);
+    return (await res.json()) as Completion;
+  };
+
+  it.each(Object.keys(served) as Array<Architecture | 'llama3'>)('%s answers a chat completion, the same one twice at temperature 0', async (id) => {
+    const first = await chat(id);
+    expect(first.model).toBe(id);
+    expect(first.usage.prompt_tokens).toBeGreaterThan(8);
+    expect(first.usage.completion_tokens).toBeGreaterThan(0);
+    expect(['length', 'stop']).toContain(first.choices[0]!.finish_reason);
+    expect(first.choices[0]!.message.role).toBe('assistant');
+    expect(await chat(id)).toMatchObject({ choices: [{ message: { content: first.choices[0]!.message.content } }] });
   });
 });
