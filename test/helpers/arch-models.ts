@@ -2,6 +2,7 @@
 // phi3, and llama as Llama 3 files are), written with llama.cpp's tensor names and metadata keys,
 // plus the f64 reference configuration (llm-reference.ts) that says what each file means: what
 // llama.cpp reads from those keys, restated here from its definitions.
+import { dequantize, quantize, type QuantType } from './ggml-quants.js';
 import { gv, seededRandom, vocabMetadata, type GgufWriteSpec, type GgufWriteTensor, type GgufWriteValue, type TinyVocab } from './gguf-writer.js';
 import type { ReferenceConfig } from './llm-reference.js';
 
@@ -31,12 +32,14 @@ export interface ArchModelOptions {
   ropeFreqs?: ArrayLike<number>;
   /** phi3: rope_factors_long / rope_factors_short tensors and rope.scaling.type 'longrope'. */
   longRope?: { long: ArrayLike<number>; short: ArrayLike<number>; originalContext: number; attnFactor: number };
+  /** Type of the 2-D matrices (norms and RoPE factors stay F32). Default F32. */
+  weightType?: QuantType;
   name?: string;
 }
 
 export interface ArchModel {
   spec: GgufWriteSpec;
-  /** The f32 values of every tensor, by name (F32 files: exactly what the engine reads). */
+  /** The values the engine reads from every tensor, by name (quantized ones dequantized). */
   weights: Map<string, Float32Array>;
   /** The reference configuration of this file as llama.cpp reads it (phi3: the short factors). */
   config: ReferenceConfig;
@@ -59,7 +62,7 @@ export function archModel(o: ArchModelOptions): ArchModel {
   const weights = new Map<string, Float32Array>();
   const tensors: GgufWriteTensor[] = [];
   const omit = new Set(o.omit ?? []);
-  const add = (name: string, dims: number[], gen: () => number | Float32Array) => {
+  const add = (name: string, dims: number[], gen: () => number | Float32Array, type: QuantType = 'F32') => {
     const n = dims.reduce((x, y) => x * y, 1);
     let data: Float32Array;
     const first = gen();
@@ -69,16 +72,17 @@ export function archModel(o: ArchModelOptions): ArchModel {
       data[0] = first;
       for (let i = 1; i < n; i++) data[i] = gen() as number;
     }
-    weights.set(name, data);
-    if (!omit.has(name)) tensors.push({ name, dims, type: 'F32', data });
+    weights.set(name, type === 'F32' ? data : dequantize(type, quantize(type, data), data.length));
+    if (!omit.has(name)) tensors.push({ name, dims, type, data });
   };
-  const matrix = () => rnd.normal() * scale;
+  const wt = o.weightType ?? 'F32';
+  const random = () => rnd.normal() * scale;
   const norm = () => 1 + rnd.normal() * 0.1;
   const fused = a === 'phi3';
   const gemma = a === 'gemma2' || a === 'gemma3';
   const qkNorm = a === 'qwen3' || a === 'gemma3';
 
-  add('token_embd.weight', [o.nEmbd, nVocab], matrix);
+  add('token_embd.weight', [o.nEmbd, nVocab], random, wt);
   if (o.ropeFreqs) add('rope_freqs.weight', [hd / 2], () => Float32Array.from(o.ropeFreqs!));
   if (o.longRope) {
     add('rope_factors_long.weight', [hd / 2], () => Float32Array.from(o.longRope!.long));
@@ -87,30 +91,30 @@ export function archModel(o: ArchModelOptions): ArchModel {
   for (let l = 0; l < o.nLayer; l++) {
     const p = `blk.${l}.`;
     add(p + 'attn_norm.weight', [o.nEmbd], norm);
-    if (fused) add(p + 'attn_qkv.weight', [o.nEmbd, qd + 2 * kvd], matrix);
+    if (fused) add(p + 'attn_qkv.weight', [o.nEmbd, qd + 2 * kvd], random, wt);
     else {
-      add(p + 'attn_q.weight', [o.nEmbd, qd], matrix);
-      add(p + 'attn_k.weight', [o.nEmbd, kvd], matrix);
-      add(p + 'attn_v.weight', [o.nEmbd, kvd], matrix);
+      add(p + 'attn_q.weight', [o.nEmbd, qd], random, wt);
+      add(p + 'attn_k.weight', [o.nEmbd, kvd], random, wt);
+      add(p + 'attn_v.weight', [o.nEmbd, kvd], random, wt);
     }
     if (qkNorm) {
       add(p + 'attn_q_norm.weight', [hd], norm);
       add(p + 'attn_k_norm.weight', [hd], norm);
     }
-    add(p + 'attn_output.weight', [qd, o.nEmbd], matrix);
+    add(p + 'attn_output.weight', [qd, o.nEmbd], random, wt);
     if (gemma) add(p + 'post_attention_norm.weight', [o.nEmbd], norm);
     add(p + 'ffn_norm.weight', [o.nEmbd], norm);
-    if (fused) add(p + 'ffn_up.weight', [o.nEmbd, 2 * o.nFf], matrix);
+    if (fused) add(p + 'ffn_up.weight', [o.nEmbd, 2 * o.nFf], random, wt);
     else {
-      add(p + 'ffn_gate.weight', [o.nEmbd, o.nFf], matrix);
-      add(p + 'ffn_up.weight', [o.nEmbd, o.nFf], matrix);
+      add(p + 'ffn_gate.weight', [o.nEmbd, o.nFf], random, wt);
+      add(p + 'ffn_up.weight', [o.nEmbd, o.nFf], random, wt);
     }
-    add(p + 'ffn_down.weight', [o.nFf, o.nEmbd], matrix);
+    add(p + 'ffn_down.weight', [o.nFf, o.nEmbd], random, wt);
     if (gemma) add(p + 'post_ffw_norm.weight', [o.nEmbd], norm);
   }
   add('output_norm.weight', [o.nEmbd], norm);
   // gemma2's output is token_embd; the others get their own output matrix.
-  if (a !== 'gemma2') add('output.weight', [o.nEmbd, nVocab], matrix);
+  if (a !== 'gemma2') add('output.weight', [o.nEmbd, nVocab], random, wt);
 
   const ropeFreqBase = o.ropeFreqBase ?? 10000;
   const rmsEps = o.rmsEps ?? 1e-6;
