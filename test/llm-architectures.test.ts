@@ -2,6 +2,7 @@
 // files are): the engine's logits at every position against the f64 reference
 // (helpers/llm-reference.ts) on small random F32 GGUF files with llama.cpp's tensor names and keys
 // (helpers/arch-models.ts); each switch shown to matter (the reference without it is far off);
+// greedy decoding equal to llama.cpp's, recorded in test/data/architectures-llama-cpp.json;
 // sliding windows through chunked prefill and decoding; bad files refused by name; each
 // architecture served over the chat API by a real host.
 //
@@ -14,6 +15,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadModel, type LoadModelOptions } from '../src/llm/engine/index.js';
 import { archModel, type Architecture, type ArchModelOptions } from './helpers/arch-models.js';
+import { ARCH_ORACLE_CASES, ARCH_ORACLE_PROMPT, ARCH_ORACLE_TOKENS, archOracleModel } from './helpers/arch-oracle-cases.js';
 import { writeGguf } from './helpers/gguf-writer.js';
 import type { TestHost } from './helpers/in-process-host.js';
 import { libraryHost } from './helpers/library.js';
@@ -247,6 +249,32 @@ describe('phi3', () => {
   it("rope.scaling.type 'longrope' without its factor tensors is refused, naming the tensor", async () => {
     const m = build({ ...shape, arch: 'phi3', seed: 64, longRope, omit: ['rope_factors_long.weight'] });
     await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow(/missing tensor 'rope_factors_long\.weight'/);
+  });
+});
+
+describe("llama.cpp's greedy decoding (recorded by scripts/record-architectures.mts)", () => {
+  const recorded = JSON.parse(fs.readFileSync(path.join(__dirname, 'data/architectures-llama-cpp.json'), 'utf8')) as {
+    prompt: number[];
+    greedy: Record<string, number[]>;
+  };
+  it('was recorded for these cases and this prompt', () => {
+    expect(recorded.prompt).toEqual(ARCH_ORACLE_PROMPT);
+    expect(Object.keys(recorded.greedy).sort()).toEqual(Object.keys(ARCH_ORACLE_CASES).sort());
+  });
+
+  // Exact token equality: these random models' top logits are apart by far more than the f32
+  // (engine) versus f16-KV (llama.cpp) rounding differences.
+  it.each(Object.keys(ARCH_ORACLE_CASES))('%s: the engine decodes the same tokens', async (name) => {
+    const m = archOracleModel(name);
+    const file = path.join(dir, `oracle-${name}.gguf`);
+    writeGguf(file, m.spec);
+    const model = await loadModel(file, { threads: 1, contextLength: ARCH_ORACLE_CASES[name]!.contextLength });
+    try {
+      const result = await model.generate(ARCH_ORACLE_PROMPT, { maxTokens: ARCH_ORACLE_TOKENS, temperature: 0 }).result;
+      expect(result.tokens).toEqual(recorded.greedy[name]);
+    } finally {
+      await model.unload();
+    }
   });
 });
 
