@@ -102,8 +102,12 @@ describe('llama as Llama 3.x and Mistral files are', () => {
   it("rope.scaling.type 'linear' divides them by rope.scaling.factor; 'none' changes nothing; 'yarn' is refused", async () => {
     const linear = build({ ...shape, arch: 'llama', seed: 34, metadata: { 'rope.scaling.type': 'linear', 'rope.scaling.factor': { type: 'FLOAT32', value: 4 } } });
     await checkArchitecture(linear, prompt(19, 3), { 'the linear factor': { ropeLinear: [1, 1] } });
-    const none = build({ ...shape, arch: 'llama', seed: 35, metadata: { 'rope.scaling.type': 'none' } });
-    await checkArchitecture(none, prompt(9, 4), {});
+    const none = build({ ...shape, arch: 'llama', seed: 35, metadata: { 'rope.scaling.type': 'none', 'rope.scaling.factor': { type: 'FLOAT32', value: 4 } } });
+    await checkArchitecture(none, prompt(9, 4), { 'no scaling': { ropeLinear: [4, 4] } });
+    // llama.cpp's default type is linear: a factor without a type scales.
+    const untyped = build({ ...shape, arch: 'llama', seed: 38, metadata: { 'rope.scaling.factor': { type: 'FLOAT32', value: 4 } } });
+    expect(untyped.config.ropeLinear).toEqual([4, 4]);
+    await checkArchitecture(untyped, prompt(19, 3), { 'the linear factor': { ropeLinear: [1, 1] } });
     const yarn = build({ ...shape, arch: 'llama', seed: 36, metadata: { 'rope.scaling.type': 'yarn' } });
     await expect(loadModel(yarn.file, { threads: 1 })).rejects.toThrow("unsupported rope.scaling.type 'yarn'");
   });
@@ -168,6 +172,12 @@ describe('gemma2', () => {
     }
   });
 
+  it('rope.freq_base_swa gives the sliding layers their own RoPE base', async () => {
+    const m = gemma2(46, { 'rope.freq_base_swa': { type: 'FLOAT32', value: 100 } });
+    expect(m.config.ropeBases).toEqual([100, 10000, 100]);
+    await checkArchitecture(m, prompt(15, 15), { 'the local base': { ropeBases: undefined } });
+  });
+
   it('a window of 0 is refused, naming the key', async () => {
     const m = gemma2(44, { 'attention.sliding_window': { type: 'UINT32', value: 0 } });
     await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow(/gemma2\.attention\.sliding_window' is 0/);
@@ -206,6 +216,14 @@ describe('gemma3', () => {
     const m = build({ ...shape, arch: 'gemma3', seed: 52, weightScale: 0.5, metadata: { final_logit_softcapping: { type: 'FLOAT32', value: 1.5 } } });
     expect(m.config.windows).toEqual([0, 0]);
     await checkArchitecture(m, prompt(13, 10), { 'final soft-capping': { finalSoftcap: undefined } });
+  });
+
+  it('a final_logit_softcapping of 0 is no capping (llama.cpp), a negative one is refused', async () => {
+    const zero = build({ ...shape, arch: 'gemma3', seed: 54, metadata: { final_logit_softcapping: { type: 'FLOAT32', value: 0 } } });
+    expect(zero.config.finalSoftcap).toBeUndefined();
+    await checkArchitecture(zero, prompt(9, 16), { 'no capping': { finalSoftcap: 0.5 } });
+    const negative = build({ ...shape, arch: 'gemma3', seed: 55, metadata: { final_logit_softcapping: { type: 'FLOAT32', value: -1 } } });
+    await expect(loadModel(negative.file, { threads: 1 })).rejects.toThrow(/gemma3\.final_logit_softcapping' must be a number >= 0/);
   });
 
   it('a per-layer array sliding_window_pattern is refused, naming the key', async () => {

@@ -139,7 +139,10 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     c.attn_softcap = static_cast<float>(positive_float(f, p + "attn_logit_softcapping", 50.0));
     c.final_softcap = static_cast<float>(positive_float(f, p + "final_logit_softcapping", 30.0));
   } else if (*arch == "gemma3" && f.find(p + "final_logit_softcapping")) {
-    c.final_softcap = static_cast<float>(positive_float(f, p + "final_logit_softcapping", 0.0));
+    // 0 (or absent) is no capping for gemma3, as llama.cpp reads it.
+    const auto cap = f.get_float(p + "final_logit_softcapping");
+    if (!cap || !(*cap >= 0.0) || !std::isfinite(*cap)) throw GgufError("metadata key '" + p + "final_logit_softcapping' must be a number >= 0");
+    c.final_softcap = static_cast<float>(*cap);
   }
   c.has_qk_norm = *arch == "qwen3" || *arch == "gemma3";
 
@@ -168,17 +171,19 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   c.has_sliding_window = window > 0;
 
   // RoPE scaling. Llama 3's "llama3" scaling is the rope_freqs tensor (the converter writes no
-  // type for it); "linear" divides the frequencies by rope.scaling.factor; phi3's "longrope" is
-  // its rope_factors_long / _short tensors with rope.scaling.attn_factor.
-  double linear_factor = 1.0;
+  // type for it); phi3's "longrope" is its rope_factors_long / _short tensors with
+  // rope.scaling.attn_factor. As in llama.cpp, a missing type means "linear" and every type but
+  // "none" divides the frequencies by rope.scaling.factor (or the older rope.scale_linear) when
+  // the file sets one.
   const auto scaling = f.get_string(p + "rope.scaling.type");
-  if (scaling && *scaling == "linear") {
+  if (scaling && *scaling != "linear" && *scaling != "none" && *scaling != "longrope") {
+    throw GgufError("unsupported rope.scaling.type '" + *scaling + "'");
+  }
+  if (scaling && *scaling == "longrope" && *arch != "phi3") throw GgufError("rope.scaling.type 'longrope' is only supported for phi3");
+  double linear_factor = 1.0;
+  if (!scaling || *scaling != "none") {
     linear_factor = f.find(p + "rope.scaling.factor") ? positive_float(f, p + "rope.scaling.factor", 1.0)
                                                        : positive_float(f, p + "rope.scale_linear", 1.0);
-  } else if (scaling && *scaling == "longrope") {
-    if (*arch != "phi3") throw GgufError("rope.scaling.type 'longrope' is only supported for phi3");
-  } else if (scaling && *scaling != "none") {
-    throw GgufError("unsupported rope.scaling.type '" + *scaling + "'");
   }
   c.rope_attn_factor = static_cast<float>(positive_float(f, p + "rope.scaling.attn_factor", 1.0));
 
@@ -223,9 +228,13 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   // The global layers' table; use_context() rewrites it in place for LongRoPE.
   m->global_freq_ = keep(m->rope_short_.empty() ? rope_frequencies(c.rope_dim, c.rope_base, linear_factor, freq_factors) : m->rope_short_);
   w.inv_freq = m->global_freq_;
+  // Sliding layers' own base, rope.freq_base_swa: gemma3's default 10000 and unscaled; gemma2's
+  // default the global base, scaled as the global layers are.
   const float* local_freq = w.inv_freq;
   if (*arch == "gemma3" && c.has_sliding_window) {
     local_freq = keep(rope_frequencies(c.rope_dim, positive_float(f, p + "rope.freq_base_swa", 10000.0), 1.0, {}));
+  } else if (*arch == "gemma2" && f.find(p + "rope.freq_base_swa")) {
+    local_freq = keep(rope_frequencies(c.rope_dim, positive_float(f, p + "rope.freq_base_swa", 10000.0), linear_factor, freq_factors));
   }
 
   c.has_qkv_bias = f.tensor("blk.0.attn_q.bias") != nullptr;

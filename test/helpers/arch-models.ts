@@ -163,7 +163,8 @@ function referenceConfig(o: ArchModelOptions, md: Record<string, GgufWriteValue>
   const key = (k: string) => num(md[`${a}.${k}`]);
   const hd = o.headDim ?? o.nEmbd / o.nHead;
   const base = key('rope.freq_base') ?? 10000;
-  const linear = md[`${a}.rope.scaling.type`] === 'linear' ? (key('rope.scaling.factor') ?? 1) : 1;
+  // llama.cpp: no type means linear; every type but none applies rope.scaling.factor.
+  const linear = md[`${a}.rope.scaling.type`] === 'none' ? 1 : (key('rope.scaling.factor') ?? 1);
   const cfg: ReferenceConfig = {
     nEmbd: o.nEmbd,
     nLayer: o.nLayer,
@@ -197,10 +198,13 @@ function referenceConfig(o: ArchModelOptions, md: Record<string, GgufWriteValue>
       cfg.ropeBases = Array.from({ length: o.nLayer }, (_, l) => (local(l) ? (key('rope.freq_base_swa') ?? 10000) : base));
       cfg.ropeLinear = Array.from({ length: o.nLayer }, (_, l) => (local(l) ? 1 : linear));
       const cap = key('final_logit_softcapping');
-      if (cap !== undefined) cfg.finalSoftcap = cap;
+      if (cap) cfg.finalSoftcap = cap; // 0: none
     } else {
       cfg.attnSoftcap = key('attn_logit_softcapping') ?? 50;
       cfg.finalSoftcap = key('final_logit_softcapping') ?? 30;
+      // Local layers: rope.freq_base_swa when set (default the global base), scaled alike.
+      const swaBase = key('rope.freq_base_swa');
+      if (swaBase !== undefined) cfg.ropeBases = Array.from({ length: o.nLayer }, (_, l) => (local(l) ? swaBase : base));
     }
   }
   return cfg;
