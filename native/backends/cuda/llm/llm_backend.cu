@@ -100,6 +100,7 @@ class CudaBackend final : public Backend {
     if (c.architecture != "llama" && c.architecture != "qwen2") {
       throw std::runtime_error("architecture '" + c.architecture + "' is not supported on the CUDA backend yet");
     }
+    if (c.rope_attn_factor != 1.0f) throw std::runtime_error("rope.scaling.attn_factor is not supported on the CUDA backend yet");
     // The attention kernels keep a head in registers and shared memory (attention.cu).
     if (c.head_dim > 256) {
       throw std::runtime_error("the CUDA backend supports head dimensions up to 256 (this model has " +
