@@ -178,6 +178,27 @@ describe('gemma2', () => {
     await checkArchitecture(m, prompt(15, 15), { 'the local base': { ropeBases: undefined } });
   });
 
+  it('sequences batched in one step keep their own windows: each decodes as it does alone', async () => {
+    const m = gemma2(47);
+    const prompts = [prompt(3, 17), prompt(9, 18), prompt(14, 19)];
+    const alone: number[][] = [];
+    for (const p of prompts) {
+      const model = await loadModel(m.file, { threads: 2 });
+      try {
+        alone.push((await model.generate(p, { maxTokens: 8, temperature: 0 }).result).tokens);
+      } finally {
+        await model.unload();
+      }
+    }
+    const model = await loadModel(m.file, { threads: 2, maxBatchTokens: 4 });
+    try {
+      const together = await Promise.all(prompts.map(async (p) => (await model.generate(p, { maxTokens: 8, temperature: 0 }).result).tokens));
+      expect(together).toEqual(alone);
+    } finally {
+      await model.unload();
+    }
+  });
+
   it('a window of 0 is refused, naming the key', async () => {
     const m = gemma2(44, { 'attention.sliding_window': { type: 'UINT32', value: 0 } });
     await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow(/gemma2\.attention\.sliding_window' is 0/);

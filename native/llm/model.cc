@@ -44,7 +44,7 @@ void StageProfile::mark(Stage s) {
 StageProfile::~StageProfile() {
   if (!enabled_) return;
   static const char* const names[kCount] = {"embed+rope angles", "rmsnorm", "matmul q,k,v", "rope+kv write",
-                                            "attention", "matmul wo+residual", "gate,up+silu",
+                                            "attention", "matmul wo+residual", "gate,up+act",
                                             "matmul down+residual", "output norm+matmul"};
   static const char* const classes[kClasses] = {"1 token", "2-32 tokens", ">32 tokens"};
   for (int c = 0; c < kClasses; ++c) {
