@@ -175,7 +175,8 @@ describe('attention and SiLU kernels match the scalar ones', () => {
       { nq: 7, hd: 128, len: 17, bs: 16, stride: 128, offset: 0 },
       { nq: 2, hd: 6, len: 9, bs: 2, stride: 12, offset: 6 }, // not a multiple of 8: scalar fallback
     ];
-    for (const c of cases) {
+    // Each case also with gemma2's soft-capping of the scores (0.7: most scores here are larger).
+    for (const c of cases.flatMap((c) => [c, { ...c, softcap: 0.7 }])) {
       const blocks = Math.ceil(c.len / c.bs);
       const args = {
         ...c,
@@ -184,6 +185,11 @@ describe('attention and SiLU kernels match the scalar ones', () => {
         v: randomVector(blocks * c.bs * c.stride, seed++),
       };
       const scalar = addon.llmKernelCheck('attend', args, 'scalar');
+      if ('softcap' in c && c.len > 1) {
+        // The cap changes the weights (one position always has weight 1).
+        const uncapped = addon.llmKernelCheck('attend', { ...args, softcap: 0 }, 'scalar');
+        expect(Math.max(...scalar.map((x, i) => Math.abs(x - uncapped[i]!)))).toBeGreaterThan(1e-3);
+      }
       for (const level of simdLevels) {
         const got = addon.llmKernelCheck('attend', args, level);
         let worst = 0;

@@ -28,8 +28,9 @@ using addon::ArgReader;
 //   ('matmul', {type, rows, cols, weights: Uint8Array, x: Float32Array, n, threads?, tiles?})
 //       -> Float32Array [n][rows]; tiles: false forces one dot per row and token;
 //   ('quantize', {format: 'q8a' | 'q8k', x}) -> Uint8Array of activation blocks;
-//   ('attend', {q, k, v, nq, hd, len, bs, stride, offset}) -> Float32Array [nq][hd]: K and V are
-//       [len][stride] with the head at `offset`, cut into blocks of bs positions;
+//   ('attend', {q, k, v, nq, hd, len, bs, stride, offset, softcap?}) -> Float32Array [nq][hd]: K and
+//       V are [len][stride] with the head at `offset`, cut into blocks of bs positions; softcap > 0
+//       caps the scores (gemma2);
 //   ('silu', {g, u}) -> Float32Array silu(g) * u.
 Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
   ArgReader r(info, "llmKernelCheck");
@@ -131,8 +132,9 @@ Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
     }
     std::vector<float> scratch(static_cast<size_t>(nq * len));
     Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(nq * hd));
+    const float softcap = static_cast<float>(r.option(a, {"softcap", 0, 0, 1e6, false}));
     k.attend(len, bs, stride, kb.data(), vb.data(), q.Data(), nq, hd, 1.0f / std::sqrt(static_cast<float>(hd)),
-             0.0f, scratch.data(), out.Data());
+             softcap, scratch.data(), out.Data());
     return out;
   }
   if (op == "silu") {

@@ -314,7 +314,16 @@ QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* c
     }
   }
   if (softcap > 0.0f) {
-    for (int64_t i = 0; i < len * nq; ++i) s[i] = softcap * std::tanh(s[i] / softcap);
+    // s = cap * tanh(s / cap), tanh(y) = 1 - 2 / (e^(2y) + 1) (exp_ps clamps: +-1 at the ends).
+    const __m256 to_2y = _mm256_set1_ps(2.0f / softcap), cap = _mm256_set1_ps(softcap);
+    const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+    const int64_t count = len * nq;
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+      const __m256 e = exp_ps(_mm256_mul_ps(_mm256_loadu_ps(s + i), to_2y));
+      _mm256_storeu_ps(s + i, _mm256_mul_ps(cap, _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(e, one)))));
+    }
+    for (; i < count; ++i) s[i] = softcap * std::tanh(s[i] / softcap);
   }
   // Softmax per head (column h of s): max, exp, sum. Groups of 8 heads are one vector per position.
   float sums[64];
