@@ -285,9 +285,11 @@ describe('phi3', () => {
     await checkArchitecture(m, prompt(12, 13), { 'full attention': { windows: [3, 3] } });
   });
 
-  it("rope.scaling.type 'longrope' without its factor tensors is refused, naming the tensor", async () => {
-    const m = build({ ...shape, arch: 'phi3', seed: 64, longRope, omit: ['rope_factors_long.weight'] });
-    await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow(/missing tensor 'rope_factors_long\.weight'/);
+  it('LongRoPE with one of its two factor tensors is refused, naming the other', async () => {
+    for (const missing of ['rope_factors_long.weight', 'rope_factors_short.weight']) {
+      const m = build({ ...shape, arch: 'phi3', seed: 64, longRope, omit: [missing] });
+      await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow(`missing tensor '${missing}'`);
+    }
   });
 });
 

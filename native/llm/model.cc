@@ -217,7 +217,8 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   const int64_t half = c.rope_dim / 2;
   std::vector<float> freq_factors;
   if (f.tensor("rope_freqs.weight")) freq_factors = vector_f32(f, "rope_freqs.weight", half);
-  if (*arch == "phi3" && f.tensor("rope_factors_long.weight")) {
+  if (*arch == "phi3" && (f.tensor("rope_factors_long.weight") || f.tensor("rope_factors_short.weight"))) {
+    // Either without the other is a load error naming the missing one (vector_f32).
     m->rope_long_ = rope_frequencies(c.rope_dim, c.rope_base, linear_factor, vector_f32(f, "rope_factors_long.weight", half));
     m->rope_short_ = rope_frequencies(c.rope_dim, c.rope_base, linear_factor, vector_f32(f, "rope_factors_short.weight", half));
     const std::string key = p + "rope.scaling.original_context_length";
