@@ -163,7 +163,7 @@ describe('activation quantization is byte-identical to the scalar quantizer', ()
   }
 });
 
-describe('attention and SiLU kernels match the scalar ones', () => {
+describe('attention, SiLU and GELU kernels match the scalar ones', () => {
   it('attention of a GQA group over blocked KV rows', () => {
     let seed = 200;
     const cases = [
@@ -208,6 +208,20 @@ describe('attention and SiLU kernels match the scalar ones', () => {
       for (let i = 0; i < g.length; i++) {
         const want = (g[i]! / (1 + Math.exp(-g[i]!))) * u[i]!;
         expect(Math.abs(got[i]! - want), `${level} g=${g[i]}`).toBeLessThanOrEqual(2e-6 * Math.max(1, Math.abs(want)));
+      }
+    }
+  });
+
+  it('GELU gating (tanh form), including large magnitudes, against the f64 formula', () => {
+    const g = randomVector(1003, 302, 8);
+    g.set([0, -0, 88, -88, 100, -100, 1e-8, -3, 3], 0);
+    const u = randomVector(1003, 303);
+    for (const level of levels) {
+      const got = addon.llmKernelCheck('gelu', { g, u }, level);
+      for (let i = 0; i < g.length; i++) {
+        const x = g[i]!;
+        const want = 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x))) * u[i]!;
+        expect(Math.abs(got[i]! - want), `${level} g=${x}`).toBeLessThanOrEqual(2e-6 * Math.max(1, Math.abs(want)));
       }
     }
   });

@@ -31,7 +31,7 @@ using addon::ArgReader;
 //   ('attend', {q, k, v, nq, hd, len, bs, stride, offset, softcap?}) -> Float32Array [nq][hd]: K and
 //       V are [len][stride] with the head at `offset`, cut into blocks of bs positions; softcap > 0
 //       caps the scores (gemma2);
-//   ('silu', {g, u}) -> Float32Array silu(g) * u.
+//   ('silu', {g, u}) -> Float32Array silu(g) * u; ('gelu', {g, u}) -> gelu(g) * u (tanh form).
 Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
   ArgReader r(info, "llmKernelCheck");
   r.expect_count(2, 3, "op, args, simd");
@@ -137,15 +137,15 @@ Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
              softcap, scratch.data(), out.Data());
     return out;
   }
-  if (op == "silu") {
+  if (op == "silu" || op == "gelu") {
     const Napi::Float32Array g = f32("g"), u = f32("u");
     check_len(u, "u", static_cast<int64_t>(g.ElementLength()));
     Napi::Float32Array out = Napi::Float32Array::New(env, g.ElementLength());
     std::copy(g.Data(), g.Data() + g.ElementLength(), out.Data());
-    k.silu_mul(out.Data(), u.Data(), static_cast<int64_t>(g.ElementLength()));
+    (op == "silu" ? k.silu_mul : k.gelu_mul)(out.Data(), u.Data(), static_cast<int64_t>(g.ElementLength()));
     return out;
   }
-  r.range_error("op must be one of matmul, quantize, attend, silu");
+  r.range_error("op must be one of matmul, quantize, attend, silu, gelu");
 }
 
 }  // namespace

@@ -235,19 +235,6 @@ void CpuBackend::matmul_norm_add(const WeightMatrix& w, const float* x, int64_t 
   }
 }
 
-namespace {
-
-// g[i] = gelu(g[i]) * u[i], GELU in its tanh form (ggml's, and gemma's gelu_pytorch_tanh).
-void gelu_mul(float* g, const float* u, int64_t n) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = g[i];
-    g[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x))) * u[i];
-  }
-}
-
-}  // namespace
-
 void CpuBackend::gate_up(const LayerWeights& l, const float* x, float* h) {
   const int64_t n = step_->n(), ff = cfg_.ffn_dim;
   const WeightMatrix* ws[] = {&l.w_gate, &l.w_up};
@@ -256,7 +243,7 @@ void CpuBackend::gate_up(const LayerWeights& l, const float* x, float* h) {
   // Elementwise work under ~100 us is not worth waking the pool for.
   parallel_for(0, n, n >= 64 ? mm_.threads : 1, [&](int64_t t0, int64_t t1) {
     if (cfg_.ffn_activation == ModelConfig::FfnActivation::kGeluTanh) {
-      gelu_mul(h + t0 * ff, up_.data() + t0 * ff, (t1 - t0) * ff);
+      mm_.kernels->gelu_mul(h + t0 * ff, up_.data() + t0 * ff, (t1 - t0) * ff);
     } else {
       mm_.kernels->silu_mul(h + t0 * ff, up_.data() + t0 * ff, (t1 - t0) * ff);
     }

@@ -138,9 +138,18 @@ void silu_mul(float* g, const float* u, int64_t n) {
   for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+void gelu_mul(float* g, const float* u, int64_t n) {
+  constexpr float k2 = 2.0f * 0.7978845608028654f;  // 2 sqrt(2/pi)
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = g[i];
+    g[i] = x / (1.0f + std::exp(-k2 * (x + 0.044715f * x * x * x))) * u[i];
+  }
+}
+
 const QuantKernels kScalar{"scalar",       dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k, dot_f32,
                            f16_to_f32,     nullptr,  nullptr,  quantize_row_q8a,
-                           quantize_row_q8_k, attend, silu_mul};
+                           quantize_row_q8_k, attend, silu_mul,
+                           gelu_mul};
 
 }  // namespace
 

@@ -65,6 +65,9 @@ struct QuantKernels {
                  float scale, float softcap, float* scratch, float* out);
   // g[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u
   void (*silu_mul)(float* g, const float* u, int64_t n);
+  // g[i] = gelu(g[i]) * u[i], GELU's tanh form (gemma's gelu_pytorch_tanh, ggml's gelu):
+  // 0.5 g (1 + tanh(z)) = g / (1 + exp(-2z)), z = sqrt(2/pi) (g + 0.044715 g^3)
+  void (*gelu_mul)(float* g, const float* u, int64_t n);
 };
 
 const QuantKernels* quant_kernels_scalar();
