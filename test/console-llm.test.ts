@@ -56,9 +56,9 @@ beforeAll(async () => {
   writeTinyChatModel(modelsDir, 'tiny-chat', { license: 'apache-2.0' });
   // A larger (still random) model, slow enough to stop mid-answer; deployed through the API.
   writeTinyChatModel(modelsDir, 'story-chat', { nEmbd: 384, nLayer: 6, nCtx: 2048, seed: 5 });
-  // A file the engine cannot load (its header says gemma2): listed with why, and no Deploy button.
-  const gemma = tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: 64, nLayer: 1, nHead: 4, nHeadKv: 2, nFf: 128, nCtx: 256, seed: 6, name: 'gemma-chat' }).spec;
-  writeGguf(path.join(modelsDir, 'gemma-chat.gguf'), { ...gemma, metadata: { ...gemma.metadata, 'general.architecture': 'gemma2' } });
+  // A file the engine cannot load (its header says mamba): listed with why, and no Deploy button.
+  const mamba = tinyModel({ arch: 'llama', vocab: spmVocab(), nEmbd: 64, nLayer: 1, nHead: 4, nHeadKv: 2, nFf: 128, nCtx: 256, seed: 6, name: 'mamba-chat' }).spec;
+  writeGguf(path.join(modelsDir, 'mamba-chat.gguf'), { ...mamba, metadata: { ...mamba.metadata, 'general.architecture': 'mamba' } });
   host = await listen(await startInProcessHost({ MODELS_DIR: modelsDir }));
   const auth = await tokenFor(host, 'console-llm');
   key = auth.key;
@@ -118,7 +118,7 @@ describe('the LLM pages in the browser', () => {
     const table = page.getByRole('table', { name: /GGUF catalogue/ });
     await table.waitFor();
     const catalog = await ok<{ models: Array<{ name: string; file: string; size_bytes: number; quantization: string; license: string }> }>('GET', '/api/v1/library');
-    expect(catalog.models.map((m) => m.name).sort()).toEqual(['gemma-chat', 'story-chat', 'tiny-chat']);
+    expect(catalog.models.map((m) => m.name).sort()).toEqual(['mamba-chat', 'story-chat', 'tiny-chat']);
     const entry = catalog.models.find((m) => m.name === 'tiny-chat')!;
     const tinyRow = table.locator('tbody tr').filter({ has: page.getByRole('rowheader', { name: /^tiny-chat/ }) });
     const row = (await tinyRow.textContent())!;
@@ -129,11 +129,11 @@ describe('the LLM pages in the browser', () => {
     expect(row).toMatch(/\d+(\.\d)? (KiB|MiB)/);
     expect(row).toContain('not deployed');
     expect(await table.locator('tbody tr').filter({ has: page.getByRole('rowheader', { name: /^story-chat/ }) }).textContent()).toContain('story');
-    const gemmaRow = table.locator('tbody tr').filter({ has: page.getByRole('rowheader', { name: /^gemma-chat/ }) });
-    expect(await gemmaRow.textContent()).toContain('cannot load (below)');
-    expect(await gemmaRow.getByRole('button').count()).toBe(0);
+    const mambaRow = table.locator('tbody tr').filter({ has: page.getByRole('rowheader', { name: /^mamba-chat/ }) });
+    expect(await mambaRow.textContent()).toContain('cannot load (below)');
+    expect(await mambaRow.getByRole('button').count()).toBe(0);
     const cannot = page.locator('.problems').filter({ has: page.getByRole('heading', { name: 'Files the engine cannot load' }) });
-    expect(await cannot.textContent()).toContain("gemma-chat.gguf: architecture 'gemma2' is not supported (supported: llama, qwen2, bert, nomic-bert)");
+    expect(await cannot.textContent()).toContain("mamba-chat.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3, bert, nomic-bert)");
     await screenshotBothWidths(page, '30-library');
   });
 

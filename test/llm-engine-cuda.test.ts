@@ -15,13 +15,16 @@
 // the two best tokens may legitimately flip between a sequence alone and in a batch.
 //  - seeded sampling: valid tokens, the same seed twice gives the same tokens;
 //  - CUDA graphs on and off give the same tokens;
-//  - a grammar's mask in the sample kernel, log-probabilities, and prefix-cached blocks.
+//  - a grammar's mask in the sample kernel, log-probabilities, and prefix-cached blocks;
+//  - the decoder architectures without CUDA kernels yet (qwen3, gemma2, gemma3, phi3) are a load
+//    error that names them; Llama 3's rope_freqs give the CPU's logits.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LlmEngineError, loadModel, type LoadModelOptions } from '../src/llm/engine/index.js';
 import { engineInfo } from '../src/native/gemm.js';
+import { archModel } from './helpers/arch-models.js';
 import { writeGguf, type TinyModelOptions } from './helpers/gguf-writer.js';
 import type { QuantType } from './helpers/ggml-quants.js';
 import { plainVocab, referenceModel, relativeError } from './helpers/llm-reference.js';
@@ -105,6 +108,25 @@ describe('cuda where it cannot run', () => {
 //    errors of order 1).
 const TOLERANCE: Record<QuantType, number> = { F32: 1e-2, F16: 1e-2, BF16: 1e-2, Q8_0: 6e-2, Q4_0: 6e-2, Q4_K: 6e-2, Q6_K: 6e-2 };
 const wide = { vocab: plainVocab(64), nEmbd: 256, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 512 } as const;
+
+describe.skipIf(!hasGpu)('architectures', () => {
+  const small = { vocab: plainVocab(64), nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 96, seed: 41 } as const;
+
+  it('those without CUDA kernels yet are a load error naming the architecture, never wrong numbers', async () => {
+    for (const arch of ['qwen3', 'gemma2', 'gemma3', 'phi3'] as const) {
+      const file = path.join(dir, `arch-${arch}.gguf`);
+      writeGguf(file, archModel({ ...small, arch }).spec);
+      await expect(loadModel(file, { backend: 'cuda' })).rejects.toThrow(`architecture '${arch}' is not supported on the CUDA backend yet`);
+    }
+  });
+
+  it("Llama 3's rope_freqs.weight: the CPU's logits", async () => {
+    const file = path.join(dir, 'arch-llama3.gguf');
+    writeGguf(file, archModel({ ...small, arch: 'llama', ropeFreqs: Array.from({ length: 8 }, (_, i) => 1 + i) }).spec);
+    const tokens = prompt(37, 64, 12);
+    expect(relativeError(await logitsOn('cuda', file, tokens), await logitsOn('cpu', file, tokens))).toBeLessThan(TOLERANCE.F32);
+  });
+});
 
 describe.skipIf(!hasGpu)('cuda logits match the cpu backend', () => {
   it.each(['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'] as QuantType[])('%s weights, both architectures', async (type) => {

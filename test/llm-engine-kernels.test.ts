@@ -163,7 +163,7 @@ describe('activation quantization is byte-identical to the scalar quantizer', ()
   }
 });
 
-describe('attention and SiLU kernels match the scalar ones', () => {
+describe('attention, SiLU and GELU kernels match the scalar ones', () => {
   it('attention of a GQA group over blocked KV rows', () => {
     let seed = 200;
     const cases = [
@@ -175,7 +175,8 @@ describe('attention and SiLU kernels match the scalar ones', () => {
       { nq: 7, hd: 128, len: 17, bs: 16, stride: 128, offset: 0 },
       { nq: 2, hd: 6, len: 9, bs: 2, stride: 12, offset: 6 }, // not a multiple of 8: scalar fallback
     ];
-    for (const c of cases) {
+    // Each case also with gemma2's soft-capping of the scores (0.7: most scores here are larger).
+    for (const c of cases.flatMap((c) => [c, { ...c, softcap: 0.7 }])) {
       const blocks = Math.ceil(c.len / c.bs);
       const args = {
         ...c,
@@ -184,6 +185,11 @@ describe('attention and SiLU kernels match the scalar ones', () => {
         v: randomVector(blocks * c.bs * c.stride, seed++),
       };
       const scalar = addon.llmKernelCheck('attend', args, 'scalar');
+      if ('softcap' in c && c.len > 1) {
+        // The cap changes the weights (one position always has weight 1).
+        const uncapped = addon.llmKernelCheck('attend', { ...args, softcap: 0 }, 'scalar');
+        expect(Math.max(...scalar.map((x, i) => Math.abs(x - uncapped[i]!)))).toBeGreaterThan(1e-3);
+      }
       for (const level of simdLevels) {
         const got = addon.llmKernelCheck('attend', args, level);
         let worst = 0;
@@ -202,6 +208,20 @@ describe('attention and SiLU kernels match the scalar ones', () => {
       for (let i = 0; i < g.length; i++) {
         const want = (g[i]! / (1 + Math.exp(-g[i]!))) * u[i]!;
         expect(Math.abs(got[i]! - want), `${level} g=${g[i]}`).toBeLessThanOrEqual(2e-6 * Math.max(1, Math.abs(want)));
+      }
+    }
+  });
+
+  it('GELU gating (tanh form), including large magnitudes, against the f64 formula', () => {
+    const g = randomVector(1003, 302, 8);
+    g.set([0, -0, 88, -88, 100, -100, 1e-8, -3, 3], 0);
+    const u = randomVector(1003, 303);
+    for (const level of levels) {
+      const got = addon.llmKernelCheck('gelu', { g, u }, level);
+      for (let i = 0; i < g.length; i++) {
+        const x = g[i]!;
+        const want = 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x))) * u[i]!;
+        expect(Math.abs(got[i]! - want), `${level} g=${x}`).toBeLessThanOrEqual(2e-6 * Math.max(1, Math.abs(want)));
       }
     }
   });

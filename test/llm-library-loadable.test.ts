@@ -26,8 +26,8 @@ beforeAll(async () => {
   modelsDir = tempDir();
   writeGguf(path.join(modelsDir, 'fine.gguf'), spec());
   // A Gemma 2 file: its header says so (the weights are the llama ones, which does not matter here).
-  const gemma = spec();
-  writeGguf(path.join(modelsDir, 'gemma.gguf'), { ...gemma, metadata: { ...gemma.metadata, 'general.architecture': 'gemma2' } });
+  const mamba = spec();
+  writeGguf(path.join(modelsDir, 'mamba.gguf'), { ...mamba, metadata: { ...mamba.metadata, 'general.architecture': 'mamba' } });
   // Two tensors in types the engine does not decode: Q5_K (one) and IQ4_XS (two).
   const mixed = spec();
   writeGguf(path.join(modelsDir, 'q5k.gguf'), {
@@ -54,23 +54,23 @@ describe('files the engine cannot load', () => {
     const why = Object.fromEntries(list.models.map((m) => [m.file, m.unsupported]));
     expect(why).toEqual({
       'fine.gguf': null,
-      'gemma.gguf': "architecture 'gemma2' is not supported (supported: llama, qwen2, bert, nomic-bert)",
+      'mamba.gguf': "architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3, bert, nomic-bert)",
       'q5k.gguf': `tensor types Q5_K (1 tensor), IQ4_XS (2 tensors) are not supported (supported: ${SUPPORTED})`,
     });
     const table = await runCli(['library', 'list'], env);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/\ntiny\s+fine\.gguf\s.*\schat\n/);
-    expect(table.stdout).toMatch(/gemma\.gguf\s.*cannot load \(below\)/);
+    expect(table.stdout).toMatch(/mamba\.gguf\s.*cannot load \(below\)/);
     expect(table.stdout).toContain(`cannot load q5k.gguf: tensor types Q5_K (1 tensor), IQ4_XS (2 tensors) are not supported (supported: ${SUPPORTED})\n`);
-    expect(table.stdout).toContain("cannot load gemma.gguf: architecture 'gemma2' is not supported");
+    expect(table.stdout).toContain("cannot load mamba.gguf: architecture 'mamba' is not supported");
   });
 
   it('are refused at deploy with a 400 that names the file and why, from the CLI and the API', async () => {
     const refused = await runCli(['library', 'deploy', 'q5k.gguf', '--model-id', 'q5k'], env);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toBe(`platform: "q5k.gguf" cannot be loaded: tensor types Q5_K (1 tensor), IQ4_XS (2 tensors) are not supported (supported: ${SUPPORTED}) (HTTP 400)\n`);
-    const gemma = await runCli(['library', 'deploy', 'gemma.gguf', '--model-id', 'gemma'], env);
-    expect(gemma.stderr).toContain(`"gemma.gguf" cannot be loaded: architecture 'gemma2' is not supported`);
+    const mamba = await runCli(['library', 'deploy', 'mamba.gguf', '--model-id', 'mamba'], env);
+    expect(mamba.stderr).toContain(`"mamba.gguf" cannot be loaded: architecture 'mamba' is not supported`);
     // Nothing was made: the model ids are free.
     const deployments = JSON.parse((await runCli(['library', 'deployments', '--json'], env)).stdout) as { deployments: unknown[] };
     expect(deployments.deployments).toEqual([]);

@@ -26,7 +26,7 @@ namespace platform::llm {
 using ggml::WeightMatrix;
 
 struct ModelConfig {
-  std::string architecture;  // "llama" or "qwen2"
+  std::string architecture;  // "llama", "qwen2", "qwen3", "gemma2", "gemma3" or "phi3"
   int64_t dim = 0;           // embedding length
   int64_t n_layers = 0;
   int64_t n_heads = 0;
@@ -41,6 +41,17 @@ struct ModelConfig {
   bool rope_neox = false;   // qwen2: pairs (x[i], x[i + d/2]); llama: (x[2i], x[2i+1])
   bool tied_output = false;  // no output.weight: logits use token_embd
   bool has_qkv_bias = false;
+  // The architecture's switches (llama.cpp's hparams); the defaults are llama's.
+  float attn_scale = 0.0f;        // multiplies q . k: 1/sqrt(head_dim), or gemma 27B's 1/sqrt(dim/heads)
+  float attn_softcap = 0.0f;      // > 0: scores = cap * tanh(scores / cap) before the softmax (gemma2)
+  float final_softcap = 0.0f;     // > 0: logits = cap * tanh(logits / cap) (gemma2; gemma3 when set)
+  float embed_scale = 1.0f;       // token embeddings times this (gemma: sqrt(dim))
+  float rope_attn_factor = 1.0f;  // RoPE's cos and sin times this (LongRoPE's attention factor, phi3)
+  enum class FfnActivation { kSilu, kGeluTanh };
+  FfnActivation ffn_activation = FfnActivation::kSilu;  // h = act(gate) * up; gemma: GELU, tanh form
+  bool has_qk_norm = false;     // per-head RMSNorm of q and k before RoPE (qwen3, gemma3)
+  bool has_post_norms = false;  // x += norm(f(norm(x))) around attention and FFN (gemma2, gemma3)
+  bool has_sliding_window = false;  // some layers attend to their last `window` positions only
   int32_t bos_token = -1;
   std::vector<int32_t> eos_tokens;  // eos and eot ids
 
@@ -48,12 +59,17 @@ struct ModelConfig {
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
 };
 
-// One layer's weights. Vectors are f32 [dim] (norms) or [q_dim] / [kv_dim] (biases, null when
-// the architecture has none).
+// One layer's weights. Vectors are f32 [dim] (norms) or [q_dim] / [kv_dim] (biases), null when
+// the architecture has none. Fused tensors (phi3's attn_qkv, its gate-and-up ffn_up) are row
+// views into the one mapped matrix.
 struct LayerWeights {
   const float* attn_norm = nullptr;
   const float* ffn_norm = nullptr;
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr;
+  const float *q_norm = nullptr, *k_norm = nullptr;  // [head_dim], applied to every head
+  const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr;  // [dim] post_attention_norm, post_ffw_norm
+  const float* inv_freq = nullptr;  // [rope_dim / 2] this layer's RoPE frequencies
+  int64_t window = 0;               // > 0: a token at p attends to positions p - window + 1 .. p
   WeightMatrix wq, wk, wv, wo;     // [q_dim, dim] [kv_dim, dim] [kv_dim, dim] [dim, q_dim]
   WeightMatrix w_gate, w_up, w_down;  // [ffn, dim] [ffn, dim] [dim, ffn]
 };
@@ -61,7 +77,7 @@ struct LayerWeights {
 struct ModelWeights {
   WeightMatrix tok_embd, output;       // [vocab, dim] (output may be tok_embd: tied)
   const float* output_norm = nullptr;  // [dim]
-  const float* inv_freq = nullptr;     // [rope_dim / 2] RoPE frequencies
+  const float* inv_freq = nullptr;     // [rope_dim / 2] RoPE frequencies of the global layers
   std::vector<LayerWeights> layers;
 };
 
@@ -145,9 +161,15 @@ class Backend {
   virtual void attention(int64_t layer, const float* q, float* att) = 0;  // att[n][q_dim]
   // y[t] += W x[t] for t < rows (the residual connection fused with the projection).
   virtual void matmul_add(const WeightMatrix& w, const float* x, int64_t rows, float* y) = 0;
-  // h[t] = silu(W_gate x[t]) * (W_up x[t])
-  virtual void gate_up_silu(const LayerWeights& l, const float* x, float* h) = 0;
-  // logits[n_logits][vocab] = xn W_output^T
+  // y[t] += rmsnorm(W x[t]) * norm: a post-norm before the residual add (gemma). Backends
+  // without it reject such models in bind().
+  virtual void matmul_norm_add(const WeightMatrix& w, const float* x, int64_t rows, const float* norm, float* y) {
+    (void)w, (void)x, (void)rows, (void)norm, (void)y;
+    throw std::logic_error("this backend has no post-norms");
+  }
+  // h[t] = act(W_gate x[t]) * (W_up x[t]), act = config.ffn_activation
+  virtual void gate_up(const LayerWeights& l, const float* x, float* h) = 0;
+  // logits[n_logits][vocab] = xn W_output^T (then final_softcap, where set)
   virtual void output(const float* xn, float* logits) = 0;
   // After the step: the logits rows in host memory (a copy for a device).
   virtual const float* host_logits() = 0;

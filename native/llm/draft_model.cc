@@ -16,6 +16,7 @@ DraftModel::DraftModel(const EngineOptions& options, int64_t context, int64_t vo
     throw std::invalid_argument("the draft model's vocabulary has " + std::to_string(c.vocab) + " tokens, the model's " + std::to_string(vocab) +
                                 ": a draft model must share the model's vocabulary");
   }
+  model_->use_context(context_);
   backend_ = make_backend(opt_, context_);
   backend_->bind(c, model_->host_weights());
   KvCacheLayout kv;

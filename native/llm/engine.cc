@@ -20,6 +20,7 @@ Engine::Engine(std::unique_ptr<Model> model, const EngineOptions& options, Sink 
   }
   opt_.threads = resolve_thread_count(options.threads);
   context_ = opt_.context_length > 0 ? opt_.context_length : c.train_context;
+  model_->use_context(context_);
   backend_ = make_backend(opt_, context_);
   backend_->bind(c, model_->host_weights());  // CUDA: uploads every weight once
   KvCacheLayout kv;

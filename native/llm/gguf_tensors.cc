@@ -36,6 +36,13 @@ WeightMatrix matrix(const GgufFile& f, const std::string& name, int64_t rows, in
   return w;
 }
 
+WeightMatrix row_view(const WeightMatrix& m, int64_t first, int64_t count) {
+  WeightMatrix v = m;
+  v.rows = count;
+  v.data = m.data + first * m.row_bytes;
+  return v;
+}
+
 std::vector<float> vector_f32(const GgufTensor& t, int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
   ggml::dequantize_row(t.type, t.data, v.data(), n);

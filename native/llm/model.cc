@@ -1,4 +1,5 @@
-// Loading (metadata -> ModelConfig, tensor names and shapes -> weights) and the forward pass.
+// Loading (metadata -> ModelConfig, tensor names and shapes -> weights; each architecture's
+// switches read as llama.cpp reads them) and the forward pass.
 #include "model.h"
 
 #include <algorithm>
@@ -43,7 +44,7 @@ void StageProfile::mark(Stage s) {
 StageProfile::~StageProfile() {
   if (!enabled_) return;
   static const char* const names[kCount] = {"embed+rope angles", "rmsnorm", "matmul q,k,v", "rope+kv write",
-                                            "attention", "matmul wo+residual", "gate,up+silu",
+                                            "attention", "matmul wo+residual", "gate,up+act",
                                             "matmul down+residual", "output norm+matmul"};
   static const char* const classes[kClasses] = {"1 token", "2-32 tokens", ">32 tokens"};
   for (int c = 0; c < kClasses; ++c) {
@@ -59,6 +60,35 @@ StageProfile::~StageProfile() {
   }
 }
 
+namespace {
+
+const char* const kArchitectures[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
+
+bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3"; }
+
+// inv_freq[i] = base^(-2i / rope_dim) / factor (linear scaling), divided by factors[i] when given
+// (Llama 3's rope_freqs, phi3's LongRoPE factors), as ggml_rope_ext computes its angles.
+std::vector<float> rope_frequencies(int64_t rope_dim, double base, double factor, const std::vector<float>& factors) {
+  const int64_t half = rope_dim / 2;
+  std::vector<float> inv_freq(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    double v = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rope_dim)) / factor;
+    if (!factors.empty()) v /= factors[i];
+    inv_freq[i] = static_cast<float>(v);
+  }
+  return inv_freq;
+}
+
+// A positive float key, or `fallback` when absent.
+double positive_float(const GgufFile& f, const std::string& key, double fallback) {
+  if (f.find(key) == nullptr) return fallback;
+  const auto v = f.get_float(key);
+  if (!v || !(*v > 0.0) || !std::isfinite(*v)) throw GgufError("metadata key '" + key + "' must be a positive number");
+  return *v;
+}
+
+}  // namespace
+
 std::unique_ptr<Model> Model::load(const std::string& path) {
   auto m = std::unique_ptr<Model>(new Model());
   m->file_ = GgufFile::open(path);
@@ -67,10 +97,13 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 
   const auto arch = f.get_string("general.architecture");
   if (!arch) throw GgufError("missing metadata key 'general.architecture'");
-  if (*arch != "llama" && *arch != "qwen2") {
-    throw GgufError("unsupported architecture '" + *arch + "' (supported: llama, qwen2)");
+  if (std::find(std::begin(kArchitectures), std::end(kArchitectures), *arch) == std::end(kArchitectures)) {
+    std::string list;
+    for (const char* a : kArchitectures) list += (list.empty() ? "" : ", ") + std::string(a);
+    throw GgufError("unsupported architecture '" + *arch + "' (supported: " + list + ")");
   }
   c.architecture = *arch;
+  const bool gemma = is_gemma(*arch);
   const std::string p = *arch + ".";
   c.dim = require_uint(f, p + "embedding_length");
   c.n_layers = require_uint(f, p + "block_count");
@@ -84,15 +117,75 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     throw GgufError("attention.value_length differs from attention.key_length (unsupported)");
   }
   c.train_context = f.find(p + "context_length") ? require_uint(f, p + "context_length") : 2048;
-  c.rms_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(*arch == "qwen2" ? 1e-6 : 1e-5));
+  c.rms_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(*arch == "qwen2" ? 1e-6 : gemma ? 1e-6 : 1e-5));
   c.rope_base = static_cast<float>(f.get_float(p + "rope.freq_base").value_or(*arch == "qwen2" ? 1000000.0 : 10000.0));
   c.rope_dim = f.find(p + "rope.dimension_count") ? require_uint(f, p + "rope.dimension_count") : c.head_dim;
   if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) throw GgufError("rope.dimension_count must be even and at most the head dimension");
   if (!(c.rms_eps >= 0.0f) || !(c.rope_base > 0.0f)) throw GgufError("bad rms epsilon or rope.freq_base");
-  c.rope_neox = *arch == "qwen2";
-  if (const auto scaling = f.get_string(p + "rope.scaling.type"); scaling && *scaling != "none") {
+  // llama GGUF files hold Q and K permuted for adjacent pairs; the others rotate NeoX halves.
+  c.rope_neox = *arch != "llama";
+
+  // Attention: scores = attn_scale * q . k. gemma's 27B models scale by 1/sqrt(dim / heads)
+  // instead of 1/sqrt(head_dim) (their query_pre_attn_scalar); llama.cpp tells them by their
+  // layer count (gemma2 46, gemma3 62), and so does this.
+  const bool gemma_27b = (*arch == "gemma2" && c.n_layers == 46) || (*arch == "gemma3" && c.n_layers == 62);
+  c.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(gemma_27b ? c.dim / c.n_heads : c.head_dim)));
+  if (gemma) {
+    c.embed_scale = std::sqrt(static_cast<float>(c.dim));
+    c.ffn_activation = ModelConfig::FfnActivation::kGeluTanh;
+    c.has_post_norms = true;
+  }
+  if (*arch == "gemma2") {
+    c.attn_softcap = static_cast<float>(positive_float(f, p + "attn_logit_softcapping", 50.0));
+    c.final_softcap = static_cast<float>(positive_float(f, p + "final_logit_softcapping", 30.0));
+  } else if (*arch == "gemma3" && f.find(p + "final_logit_softcapping")) {
+    // 0 (or absent) is no capping for gemma3, as llama.cpp reads it.
+    const auto cap = f.get_float(p + "final_logit_softcapping");
+    if (!cap || !(*cap >= 0.0) || !std::isfinite(*cap)) throw GgufError("metadata key '" + p + "final_logit_softcapping' must be a number >= 0");
+    c.final_softcap = static_cast<float>(*cap);
+  }
+  c.has_qk_norm = *arch == "qwen3" || *arch == "gemma3";
+
+  // Sliding-window layers, as llama.cpp reads them: gemma2 (window default 4096, every other
+  // layer from the first: pattern 2) and gemma3 (only when the file sets a window; 5 local
+  // layers then a global one: pattern 6; its local layers' RoPE base is rope.freq_base_swa,
+  // default 10000, unscaled). llama.cpp ignores the key for llama (Mistral) and disables it for
+  // phi3, and so does this.
+  int64_t window = 0, pattern = 0;
+  if (*arch == "gemma2" || (*arch == "gemma3" && f.find(p + "attention.sliding_window"))) {
+    const std::string key = p + "attention.sliding_window";
+    if (f.find(key)) {
+      const auto v = f.get_uint(key);
+      if (!v || *v > (uint64_t{1} << 31)) throw GgufError("metadata key '" + key + "' is out of range");
+      window = static_cast<int64_t>(*v);
+      if (window == 0 && *arch == "gemma2") throw GgufError("metadata key '" + key + "' is 0 (a window must hold at least one position)");
+    } else {
+      window = 4096;
+    }
+    const std::string pkey = p + "attention.sliding_window_pattern";
+    if (const ggml::GgufValue* pv = f.find(pkey); pv != nullptr && pv->type == ggml::GgufValueType::kArray) {
+      throw GgufError("metadata key '" + pkey + "' as a per-layer array is not supported");
+    }
+    pattern = f.find(pkey) ? require_uint(f, pkey) : (*arch == "gemma2" ? 2 : 6);
+  }
+  c.has_sliding_window = window > 0;
+
+  // RoPE scaling. Llama 3's "llama3" scaling is the rope_freqs tensor (the converter writes no
+  // type for it); phi3's "longrope" is its rope_factors_long / _short tensors with
+  // rope.scaling.attn_factor. As in llama.cpp, a missing type means "linear" and every type but
+  // "none" divides the frequencies by rope.scaling.factor (or the older rope.scale_linear) when
+  // the file sets one.
+  const auto scaling = f.get_string(p + "rope.scaling.type");
+  if (scaling && *scaling != "linear" && *scaling != "none" && *scaling != "longrope") {
     throw GgufError("unsupported rope.scaling.type '" + *scaling + "'");
   }
+  if (scaling && *scaling == "longrope" && *arch != "phi3") throw GgufError("rope.scaling.type 'longrope' is only supported for phi3");
+  double linear_factor = 1.0;
+  if (!scaling || *scaling != "none") {
+    linear_factor = f.find(p + "rope.scaling.factor") ? positive_float(f, p + "rope.scaling.factor", 1.0)
+                                                       : positive_float(f, p + "rope.scale_linear", 1.0);
+  }
+  c.rope_attn_factor = static_cast<float>(positive_float(f, p + "rope.scaling.attn_factor", 1.0));
 
   const GgufTensor* embd = f.tensor("token_embd.weight");
   if (embd == nullptr) throw GgufError("missing tensor 'token_embd.weight'");
@@ -102,10 +195,12 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   c.vocab = embd->dims[1];
   if (c.vocab > (int64_t{1} << 31) - 1) throw GgufError("vocabulary too large");
   ModelWeights& w = m->host_;
-  // Keeps an f32 vector alive in the model and returns its data.
+  // Keeps an f32 vector alive in the model and returns its data (a vector's buffer stays put
+  // when vectors_ grows).
   auto keep = [&](std::vector<float> v) { return m->vectors_.emplace_back(std::move(v)).data(); };
   w.tok_embd = matrix(f, "token_embd.weight", c.vocab, c.dim);
-  c.tied_output = f.tensor("output.weight") == nullptr;
+  // gemma2's output is always token_embd (llama.cpp reads no output.weight for it).
+  c.tied_output = *arch == "gemma2" || f.tensor("output.weight") == nullptr;
   w.output = c.tied_output ? w.tok_embd : matrix(f, "output.weight", c.vocab, c.dim);
   w.output_norm = keep(vector_f32(f, "output_norm.weight", c.dim));
 
@@ -119,50 +214,97 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     if (id >= 0 && std::find(c.eos_tokens.begin(), c.eos_tokens.end(), id) == c.eos_tokens.end()) c.eos_tokens.push_back(id);
   }
 
-  // inv_freq[i] = base^(-2i / rope_dim), divided by rope_freqs.weight (Llama 3.1) when present.
   const int64_t half = c.rope_dim / 2;
-  std::vector<float> inv_freq(static_cast<size_t>(half));
-  std::vector<float> factors;
-  if (f.tensor("rope_freqs.weight")) factors = vector_f32(f, "rope_freqs.weight", half);
-  for (int64_t i = 0; i < half; ++i) {
-    double v = std::pow(static_cast<double>(c.rope_base), -2.0 * static_cast<double>(i) / static_cast<double>(c.rope_dim));
-    if (!factors.empty()) v /= factors[i];
-    inv_freq[i] = static_cast<float>(v);
+  std::vector<float> freq_factors;
+  if (f.tensor("rope_freqs.weight")) freq_factors = vector_f32(f, "rope_freqs.weight", half);
+  if (*arch == "phi3" && (f.tensor("rope_factors_long.weight") || f.tensor("rope_factors_short.weight"))) {
+    // Either without the other is a load error naming the missing one (vector_f32).
+    m->rope_long_ = rope_frequencies(c.rope_dim, c.rope_base, linear_factor, vector_f32(f, "rope_factors_long.weight", half));
+    m->rope_short_ = rope_frequencies(c.rope_dim, c.rope_base, linear_factor, vector_f32(f, "rope_factors_short.weight", half));
+    const std::string key = p + "rope.scaling.original_context_length";
+    m->rope_long_after_ = f.find(key) ? require_uint(f, key) : c.train_context;
+  } else if (scaling && *scaling == "longrope") {
+    throw GgufError("missing tensor 'rope_factors_long.weight' (rope.scaling.type is 'longrope')");
   }
-  w.inv_freq = keep(std::move(inv_freq));
+  // The global layers' table; use_context() rewrites it in place for LongRoPE.
+  m->global_freq_ = keep(m->rope_short_.empty() ? rope_frequencies(c.rope_dim, c.rope_base, linear_factor, freq_factors) : m->rope_short_);
+  w.inv_freq = m->global_freq_;
+  // Sliding layers' own base, rope.freq_base_swa: gemma3's default 10000 and unscaled; gemma2's
+  // default the global base, scaled as the global layers are.
+  const float* local_freq = w.inv_freq;
+  if (*arch == "gemma3" && c.has_sliding_window) {
+    local_freq = keep(rope_frequencies(c.rope_dim, positive_float(f, p + "rope.freq_base_swa", 10000.0), 1.0, {}));
+  } else if (*arch == "gemma2" && f.find(p + "rope.freq_base_swa")) {
+    local_freq = keep(rope_frequencies(c.rope_dim, positive_float(f, p + "rope.freq_base_swa", 10000.0), linear_factor, freq_factors));
+  }
 
   c.has_qkv_bias = f.tensor("blk.0.attn_q.bias") != nullptr;
   if (*arch == "qwen2" && !c.has_qkv_bias) throw GgufError("missing tensor 'blk.0.attn_q.bias' (qwen2 has QKV biases)");
-  // Every layer has at least 9 tensors. Without this bound a block_count of 2^24 in a one-layer
-  // file sized vectors_ and layers for it (5 GiB) before the missing tensor of layer 1 was noticed
-  // (test/data/fuzz-regressions/gguf_reader_fuzz/block-count-2e24; libFuzzer: out-of-memory).
-  if (static_cast<uint64_t>(c.n_layers) > f.tensors().size() / 9) {
+  // Every layer has at least 6 tensors (phi3's fused attn_qkv and ffn_up). Without this bound a
+  // block_count of 2^24 in a one-layer file sized the layers for it (5 GiB) before the missing
+  // tensor of layer 1 was noticed (test/data/fuzz-regressions/gguf_reader_fuzz/block-count-2e24;
+  // libFuzzer: out-of-memory).
+  if (static_cast<uint64_t>(c.n_layers) > f.tensors().size() / 6) {
     throw GgufError("block_count " + std::to_string(c.n_layers) + " is more layers than the file's " +
                     std::to_string(f.tensors().size()) + " tensors hold");
   }
-  // vectors_ must not reallocate while host_ points into it: one norm per layer twice, three
-  // biases per layer, and the three model-wide vectors.
-  m->vectors_.reserve(static_cast<size_t>(3 + c.n_layers * 5));
+  m->vectors_.reserve(static_cast<size_t>(3 + c.n_layers * 9));
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t l = 0; l < c.n_layers; ++l) {
     LayerWeights& L = w.layers[l];
     const std::string b = "blk." + std::to_string(l) + ".";
     L.attn_norm = keep(vector_f32(f, b + "attn_norm.weight", c.dim));
-    L.wq = matrix(f, b + "attn_q.weight", c.q_dim(), c.dim);
-    L.wk = matrix(f, b + "attn_k.weight", c.kv_dim(), c.dim);
-    L.wv = matrix(f, b + "attn_v.weight", c.kv_dim(), c.dim);
+    if (f.tensor(b + "attn_qkv.weight")) {
+      // Fused Q, K, V rows (phi3): three row views of one matrix.
+      if (f.tensor(b + "attn_qkv.bias")) throw GgufError("tensor '" + b + "attn_qkv.bias' is not supported");
+      const WeightMatrix qkv = matrix(f, b + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.dim);
+      L.wq = row_view(qkv, 0, c.q_dim());
+      L.wk = row_view(qkv, c.q_dim(), c.kv_dim());
+      L.wv = row_view(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    } else {
+      L.wq = matrix(f, b + "attn_q.weight", c.q_dim(), c.dim);
+      L.wk = matrix(f, b + "attn_k.weight", c.kv_dim(), c.dim);
+      L.wv = matrix(f, b + "attn_v.weight", c.kv_dim(), c.dim);
+      if (c.has_qkv_bias) {
+        L.bq = keep(vector_f32(f, b + "attn_q.bias", c.q_dim()));
+        L.bk = keep(vector_f32(f, b + "attn_k.bias", c.kv_dim()));
+        L.bv = keep(vector_f32(f, b + "attn_v.bias", c.kv_dim()));
+      }
+    }
     L.wo = matrix(f, b + "attn_output.weight", c.dim, c.q_dim());
-    if (c.has_qkv_bias) {
-      L.bq = keep(vector_f32(f, b + "attn_q.bias", c.q_dim()));
-      L.bk = keep(vector_f32(f, b + "attn_k.bias", c.kv_dim()));
-      L.bv = keep(vector_f32(f, b + "attn_v.bias", c.kv_dim()));
+    if (c.has_qk_norm) {
+      L.q_norm = keep(vector_f32(f, b + "attn_q_norm.weight", c.head_dim));
+      L.k_norm = keep(vector_f32(f, b + "attn_k_norm.weight", c.head_dim));
+    }
+    if (c.has_post_norms) {
+      L.attn_post_norm = keep(vector_f32(f, b + "post_attention_norm.weight", c.dim));
+      L.ffn_post_norm = keep(vector_f32(f, b + "post_ffw_norm.weight", c.dim));
     }
     L.ffn_norm = keep(vector_f32(f, b + "ffn_norm.weight", c.dim));
-    L.w_gate = matrix(f, b + "ffn_gate.weight", c.ffn_dim, c.dim);
-    L.w_up = matrix(f, b + "ffn_up.weight", c.ffn_dim, c.dim);
+    if (*arch == "phi3" && f.tensor(b + "ffn_gate.weight") == nullptr) {
+      // Fused gate and up (phi3): ffn_up [dim, 2 * ffn], the gate's rows first.
+      const WeightMatrix up = matrix(f, b + "ffn_up.weight", 2 * c.ffn_dim, c.dim);
+      L.w_gate = row_view(up, 0, c.ffn_dim);
+      L.w_up = row_view(up, c.ffn_dim, c.ffn_dim);
+    } else {
+      L.w_gate = matrix(f, b + "ffn_gate.weight", c.ffn_dim, c.dim);
+      L.w_up = matrix(f, b + "ffn_up.weight", c.ffn_dim, c.dim);
+    }
     L.w_down = matrix(f, b + "ffn_down.weight", c.dim, c.ffn_dim);
+    // llama.cpp's set_swa_pattern: layer l slides when l % pattern < pattern - 1.
+    const bool local = window > 0 && l % pattern < pattern - 1;
+    L.window = local ? window : 0;
+    L.inv_freq = local ? local_freq : w.inv_freq;
   }
   return m;
+}
+
+void Model::use_context(int64_t context) {
+  if (rope_long_.empty()) return;
+  // phi3's LongRoPE: the long factors when a sequence may run past the original context, as
+  // llama.cpp chooses them (by its context per sequence).
+  const std::vector<float>& table = context > rope_long_after_ ? rope_long_ : rope_short_;
+  std::copy(table.begin(), table.end(), global_freq_);
 }
 
 std::map<std::string, int64_t> Model::tensor_types() const {
@@ -225,14 +367,22 @@ void Model::forward(const std::vector<BatchEntry>& batch, Backend& be) {
     mark(StageProfile::kRopeKv);
     be.attention(l, q, att);
     mark(StageProfile::kAttention);
-    be.matmul_add(L.wo, att, s.n(), x);  // x += att Wo^T
+    if (L.attn_post_norm != nullptr) {
+      be.matmul_norm_add(L.wo, att, s.n(), L.attn_post_norm, x);  // x += norm(att Wo^T) (gemma)
+    } else {
+      be.matmul_add(L.wo, att, s.n(), x);  // x += att Wo^T
+    }
     mark(StageProfile::kWo);
-    // --- SiLU-gated feed-forward ---
+    // --- gated feed-forward (SiLU, or GELU for gemma) ---
     be.rmsnorm(xb, x, L.ffn_norm, false);
     mark(StageProfile::kNorm);
-    be.gate_up_silu(L, xb, hb);
+    be.gate_up(L, xb, hb);
     mark(StageProfile::kGateUp);
-    be.matmul_add(L.w_down, hb, s.n(), x);  // x += hb Wdown^T
+    if (L.ffn_post_norm != nullptr) {
+      be.matmul_norm_add(L.w_down, hb, s.n(), L.ffn_post_norm, x);  // x += norm(hb Wdown^T)
+    } else {
+      be.matmul_add(L.w_down, hb, s.n(), x);  // x += hb Wdown^T
+    }
     mark(StageProfile::kDown);
   }
   // Final norm and output projection, only for the rows whose logits are wanted.

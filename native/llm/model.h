@@ -1,4 +1,6 @@
-// A llama / qwen2 decoder loaded from a GGUF file, and its forward pass.
+// A decoder loaded from a GGUF file (llama, qwen2, qwen3, gemma2, gemma3, phi3: one forward pass,
+// the architectures' differences are switches in ModelConfig and LayerWeights), and its forward
+// pass.
 //
 // The weights stay in the memory-mapped file (only the small norm vectors and biases are
 // converted to f32 copies). forward() runs one step for a batch of sequences: every sequence
@@ -59,6 +61,10 @@ class Model {
   // Maps, validates and wires up the weights. Throws GgufError with a one-line message.
   static std::unique_ptr<Model> load(const std::string& path);
 
+  // Settles what depends on the engine's context per sequence (phi3's LongRoPE: the long
+  // factors when it exceeds rope.scaling.original_context_length); call before binding a backend.
+  void use_context(int64_t context);
+
   const ModelConfig& config() const { return cfg_; }
   const GgufFile& file() const { return file_; }
   // Tensor count per type name, e.g. {"Q4_K": 120, "F32": 45}.
@@ -78,6 +84,9 @@ class Model {
   ModelWeights host_;
   // Storage of the f32 vectors host_ points at: norms, biases, RoPE frequencies.
   std::vector<std::vector<float>> vectors_;
+  float* global_freq_ = nullptr;  // host_.inv_freq, writable
+  std::vector<float> rope_long_, rope_short_;  // phi3 LongRoPE frequencies, empty otherwise
+  int64_t rope_long_after_ = 0;
   StepLayout step_;
   StageProfile profile_;
 };

@@ -28,9 +28,10 @@ using addon::ArgReader;
 //   ('matmul', {type, rows, cols, weights: Uint8Array, x: Float32Array, n, threads?, tiles?})
 //       -> Float32Array [n][rows]; tiles: false forces one dot per row and token;
 //   ('quantize', {format: 'q8a' | 'q8k', x}) -> Uint8Array of activation blocks;
-//   ('attend', {q, k, v, nq, hd, len, bs, stride, offset}) -> Float32Array [nq][hd]: K and V are
-//       [len][stride] with the head at `offset`, cut into blocks of bs positions;
-//   ('silu', {g, u}) -> Float32Array silu(g) * u.
+//   ('attend', {q, k, v, nq, hd, len, bs, stride, offset, softcap?}) -> Float32Array [nq][hd]: K and
+//       V are [len][stride] with the head at `offset`, cut into blocks of bs positions; softcap > 0
+//       caps the scores (gemma2);
+//   ('silu', {g, u}) -> Float32Array silu(g) * u; ('gelu', {g, u}) -> gelu(g) * u (tanh form).
 Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
   ArgReader r(info, "llmKernelCheck");
   r.expect_count(2, 3, "op, args, simd");
@@ -131,19 +132,20 @@ Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
     }
     std::vector<float> scratch(static_cast<size_t>(nq * len));
     Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(nq * hd));
+    const float softcap = static_cast<float>(r.option(a, {"softcap", 0, 0, 1e6, false}));
     k.attend(len, bs, stride, kb.data(), vb.data(), q.Data(), nq, hd, 1.0f / std::sqrt(static_cast<float>(hd)),
-             scratch.data(), out.Data());
+             softcap, scratch.data(), out.Data());
     return out;
   }
-  if (op == "silu") {
+  if (op == "silu" || op == "gelu") {
     const Napi::Float32Array g = f32("g"), u = f32("u");
     check_len(u, "u", static_cast<int64_t>(g.ElementLength()));
     Napi::Float32Array out = Napi::Float32Array::New(env, g.ElementLength());
     std::copy(g.Data(), g.Data() + g.ElementLength(), out.Data());
-    k.silu_mul(out.Data(), u.Data(), static_cast<int64_t>(g.ElementLength()));
+    (op == "silu" ? k.silu_mul : k.gelu_mul)(out.Data(), u.Data(), static_cast<int64_t>(g.ElementLength()));
     return out;
   }
-  r.range_error("op must be one of matmul, quantize, attend, silu");
+  r.range_error("op must be one of matmul, quantize, attend, silu, gelu");
 }
 
 }  // namespace

@@ -248,7 +248,7 @@ export interface NativeFinishEvent {
 export type NativeLlmEvent = NativeTokenEvent | NativeFinishEvent;
 
 export interface NativeModelInfo {
-  architecture: 'llama' | 'qwen2';
+  architecture: 'llama' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3' | 'phi3';
   ggufVersion: number;
   embeddingLength: number;
   blockCount: number;

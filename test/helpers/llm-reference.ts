@@ -1,7 +1,9 @@
-// A plain f64 reference of the llama / qwen2 forward pass, for checking the native engine's
-// logits: embedding lookup, RMSNorm, RoPE (adjacent pairs for llama GGUF files, NeoX halves for
-// qwen2), grouped-query attention with a causal mask, SiLU-gated FFN, output projection (tied to
-// token_embd when output.weight is absent). Weights are given as f32 values by GGUF tensor name
+// A plain f64 reference of the decoder forward pass, for checking the native engine's logits:
+// embedding lookup, RMSNorm, RoPE (adjacent pairs for llama GGUF files, NeoX halves for the
+// others), grouped-query attention with a causal mask, SiLU-gated FFN, output projection (tied to
+// token_embd when output.weight is absent). The optional switches of ReferenceConfig are the
+// other architectures' differences (qwen3, gemma2, gemma3, phi3), written from their definitions
+// (HF transformers / llama.cpp's graphs), not from the engine's code. Weights are given as f32 values by GGUF tensor name
 // (for quantized files: the *dequantized* values, so the comparison isolates the engine's own
 // arithmetic, including its 8-bit activation quantization).
 import { dequantize, quantize, type QuantType } from './ggml-quants.js';
@@ -17,6 +19,31 @@ export interface ReferenceConfig {
   ropeFreqBase: number;
   rmsEps: number;
   ropeStyle: 'adjacent' | 'neox';
+  /** Head dimension when not nEmbd / nHead (qwen3, gemma: attention.key_length). */
+  headDim?: number;
+  /** Per-head RMSNorm of q and k (blk.N.attn_q_norm / attn_k_norm) before RoPE: qwen3, gemma3. */
+  qkNorm?: boolean;
+  /** x += norm(f(norm(x))) with blk.N.post_attention_norm / post_ffw_norm: gemma2, gemma3. */
+  postNorms?: boolean;
+  /** Token embeddings times this (gemma: sqrt(nEmbd)). */
+  embedScale?: number;
+  /** Multiplies q . k; default 1 / sqrt(headDim). */
+  attnScale?: number;
+  /** scores = cap * tanh(scores / cap) before the softmax (gemma2). */
+  attnSoftcap?: number;
+  /** logits = cap * tanh(logits / cap) (gemma2). */
+  finalSoftcap?: number;
+  /** The gated FFN's activation: SiLU, or GELU's tanh form (gemma). */
+  ffnActivation?: 'silu' | 'gelu';
+  /** Per layer: a window w > 0 lets position p see only p - w + 1 .. p. */
+  windows?: number[];
+  /** Per layer: the RoPE base (default ropeFreqBase) and linear scaling factor (default 1). */
+  ropeBases?: number[];
+  ropeLinear?: number[];
+  /** Frequency divisors (Llama 3's rope_freqs, phi3's LongRoPE factors), [headDim / 2]. */
+  ropeFactors?: ArrayLike<number>;
+  /** cos and sin times this (LongRoPE's attention factor). */
+  ropeAttnFactor?: number;
 }
 
 type Weights = Map<string, Float32Array>;
@@ -51,15 +78,22 @@ function addBias(x: Float64Array, b: Float32Array | undefined): void {
   if (b) for (let i = 0; i < x.length; i++) x[i]! += b[i]!;
 }
 
+interface RopeParams {
+  base: number;
+  linear: number;
+  factors?: ArrayLike<number>;
+  attnFactor: number;
+}
+
 /** Rotates each head of x (heads * headDim) in place for position pos. */
-function rope(x: Float64Array, heads: number, headDim: number, pos: number, base: number, style: ReferenceConfig['ropeStyle']): void {
+function rope(x: Float64Array, heads: number, headDim: number, pos: number, r: RopeParams, style: ReferenceConfig['ropeStyle']): void {
   const half = headDim / 2;
   for (let h = 0; h < heads; h++) {
     const o = h * headDim;
     for (let i = 0; i < half; i++) {
-      const theta = pos * Math.pow(base, (-2 * i) / headDim);
-      const c = Math.cos(theta);
-      const s = Math.sin(theta);
+      const theta = (pos * Math.pow(r.base, (-2 * i) / headDim)) / r.linear / (r.factors ? r.factors[i]! : 1);
+      const c = Math.cos(theta) * r.attnFactor;
+      const s = Math.sin(theta) * r.attnFactor;
       const a = style === 'neox' ? o + i : o + 2 * i;
       const b = style === 'neox' ? o + i + half : o + 2 * i + 1;
       const x0 = x[a]!;
@@ -70,61 +104,97 @@ function rope(x: Float64Array, heads: number, headDim: number, pos: number, base
   }
 }
 
+/** Rows [first, first + count) of a GGUF matrix of `cols` columns (a fused tensor's part). */
+function rows(W: Float32Array, cols: number, first: number, count: number): Float32Array {
+  return W.subarray(first * cols, (first + count) * cols);
+}
+
+/** x / rms(x) * w over each of the consecutive rows of w.length values in x. */
+function rmsnormRows(x: Float64Array, w: Float32Array, eps: number): Float64Array {
+  const out = new Float64Array(x.length);
+  for (let o = 0; o < x.length; o += w.length) out.set(rmsnorm(x.subarray(o, o + w.length), w, eps), o);
+  return out;
+}
+
+const gelu = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));
+const softcap = (x: number, cap: number | undefined) => (cap ? cap * Math.tanh(x / cap) : x);
+
 /** Logits for every position of `tokens` (one Float64Array of nVocab per position). */
 export function referenceLogits(cfg: ReferenceConfig, w: Weights, tokens: readonly number[]): Float64Array[] {
   const out = w.get('output.weight') ?? get(w, 'token_embd.weight');
-  return referenceHidden(cfg, w, tokens).map((h) => matvec(out, h, cfg.nVocab));
+  return referenceHidden(cfg, w, tokens).map((h) => matvec(out, h, cfg.nVocab).map((v) => softcap(v, cfg.finalSoftcap)));
 }
 
 /** The hidden state after the output norm at every position of `tokens` (one Float64Array of nEmbd each). */
 export function referenceHidden(cfg: ReferenceConfig, w: Weights, tokens: readonly number[]): Float64Array[] {
   const { nEmbd, nHead, nHeadKv, nFf } = cfg;
-  const hd = nEmbd / nHead;
+  const hd = cfg.headDim ?? nEmbd / nHead;
+  const qd = nHead * hd;
   const kvd = nHeadKv * hd;
+  const attnScale = cfg.attnScale ?? 1 / Math.sqrt(hd);
   const group = nHead / nHeadKv;
   const embd = get(w, 'token_embd.weight');
   const keys: Float64Array[][] = Array.from({ length: cfg.nLayer }, () => []);
   const values: Float64Array[][] = Array.from({ length: cfg.nLayer }, () => []);
   const result: Float64Array[] = [];
   tokens.forEach((tok, pos) => {
-    let x = Float64Array.from(embd.subarray(tok * nEmbd, (tok + 1) * nEmbd));
+    let x = Float64Array.from(embd.subarray(tok * nEmbd, (tok + 1) * nEmbd)).map((v) => v * (cfg.embedScale ?? 1));
     for (let l = 0; l < cfg.nLayer; l++) {
       const p = `blk.${l}.`;
       const xb = rmsnorm(x, get(w, p + 'attn_norm.weight'), cfg.rmsEps);
-      const q = matvec(get(w, p + 'attn_q.weight'), xb, nEmbd);
-      const k = matvec(get(w, p + 'attn_k.weight'), xb, kvd);
-      const v = matvec(get(w, p + 'attn_v.weight'), xb, kvd);
+      const qkv = w.get(p + 'attn_qkv.weight'); // phi3: Q, K, V rows in one matrix
+      const q = matvec(qkv ? rows(qkv, nEmbd, 0, qd) : get(w, p + 'attn_q.weight'), xb, qd);
+      let k = matvec(qkv ? rows(qkv, nEmbd, qd, kvd) : get(w, p + 'attn_k.weight'), xb, kvd);
+      const v = matvec(qkv ? rows(qkv, nEmbd, qd + kvd, kvd) : get(w, p + 'attn_v.weight'), xb, kvd);
       addBias(q, w.get(p + 'attn_q.bias'));
       addBias(k, w.get(p + 'attn_k.bias'));
       addBias(v, w.get(p + 'attn_v.bias'));
-      rope(q, nHead, hd, pos, cfg.ropeFreqBase, cfg.ropeStyle);
-      rope(k, nHeadKv, hd, pos, cfg.ropeFreqBase, cfg.ropeStyle);
+      let qn = q;
+      if (cfg.qkNorm) {
+        qn = rmsnormRows(q, get(w, p + 'attn_q_norm.weight'), cfg.rmsEps);
+        k = rmsnormRows(k, get(w, p + 'attn_k_norm.weight'), cfg.rmsEps);
+      }
+      const r: RopeParams = {
+        base: cfg.ropeBases?.[l] ?? cfg.ropeFreqBase,
+        linear: cfg.ropeLinear?.[l] ?? 1,
+        ...(cfg.ropeFactors ? { factors: cfg.ropeFactors } : {}),
+        attnFactor: cfg.ropeAttnFactor ?? 1,
+      };
+      rope(qn, nHead, hd, pos, r, cfg.ropeStyle);
+      rope(k, nHeadKv, hd, pos, r, cfg.ropeStyle);
       keys[l]!.push(k);
       values[l]!.push(v);
-      const att = new Float64Array(nEmbd);
+      const window = cfg.windows?.[l] ?? 0;
+      const first = window > 0 ? Math.max(0, pos - window + 1) : 0;
+      const att = new Float64Array(qd);
       for (let h = 0; h < nHead; h++) {
         const g = Math.floor(h / group);
         const scores = new Float64Array(pos + 1);
         let mx = -Infinity;
-        for (let t = 0; t <= pos; t++) {
+        for (let t = first; t <= pos; t++) {
           let s = 0;
-          for (let i = 0; i < hd; i++) s += q[h * hd + i]! * keys[l]![t]![g * hd + i]!;
-          scores[t] = s / Math.sqrt(hd);
+          for (let i = 0; i < hd; i++) s += qn[h * hd + i]! * keys[l]![t]![g * hd + i]!;
+          scores[t] = softcap(s * attnScale, cfg.attnSoftcap);
           mx = Math.max(mx, scores[t]!);
         }
         let sum = 0;
-        for (let t = 0; t <= pos; t++) sum += scores[t] = Math.exp(scores[t]! - mx);
-        for (let t = 0; t <= pos; t++) {
+        for (let t = first; t <= pos; t++) sum += scores[t] = Math.exp(scores[t]! - mx);
+        for (let t = first; t <= pos; t++) {
           for (let i = 0; i < hd; i++) att[h * hd + i]! += (scores[t]! / sum) * values[l]![t]![g * hd + i]!;
         }
       }
-      const o = matvec(get(w, p + 'attn_output.weight'), att, nEmbd);
+      let o = matvec(get(w, p + 'attn_output.weight'), att, nEmbd);
+      if (cfg.postNorms) o = rmsnorm(o, get(w, p + 'post_attention_norm.weight'), cfg.rmsEps);
       x = x.map((v2, i) => v2 + o[i]!);
       const xf = rmsnorm(x, get(w, p + 'ffn_norm.weight'), cfg.rmsEps);
-      const gate = matvec(get(w, p + 'ffn_gate.weight'), xf, nFf);
-      const up = matvec(get(w, p + 'ffn_up.weight'), xf, nFf);
-      const hidden = gate.map((gv, i) => (gv / (1 + Math.exp(-gv))) * up[i]!);
-      const down = matvec(get(w, p + 'ffn_down.weight'), hidden, nEmbd);
+      const gateW = w.get(p + 'ffn_gate.weight');
+      const upW = get(w, p + 'ffn_up.weight'); // phi3: gate rows then up rows, no ffn_gate
+      const gate = matvec(gateW ?? rows(upW, nEmbd, 0, nFf), xf, nFf);
+      const up = matvec(gateW ? upW : rows(upW, nEmbd, nFf, nFf), xf, nFf);
+      const act = cfg.ffnActivation === 'gelu' ? gelu : (g: number) => g / (1 + Math.exp(-g));
+      const hidden = gate.map((gv, i) => act(gv) * up[i]!);
+      let down = matvec(get(w, p + 'ffn_down.weight'), hidden, nEmbd);
+      if (cfg.postNorms) down = rmsnorm(down, get(w, p + 'post_ffw_norm.weight'), cfg.rmsEps);
       x = x.map((v2, i) => v2 + down[i]!);
     }
     result.push(rmsnorm(x, get(w, 'output_norm.weight'), cfg.rmsEps));

@@ -11,7 +11,7 @@ import type { SimdLevel } from '../../src/native/surface.js';
 
 export interface TestingAddon {
   /** One CPU kernel of one SIMD level on the test's data (native/testing/llm_kernel_check.cc). */
-  llmKernelCheck(op: 'matmul' | 'attend' | 'silu', args: object, simd?: SimdLevel): Float32Array;
+  llmKernelCheck(op: 'matmul' | 'attend' | 'silu' | 'gelu', args: object, simd?: SimdLevel): Float32Array;
   llmKernelCheck(op: 'quantize', args: object, simd?: SimdLevel): Uint8Array;
   /** The engine's GGML type table: every type id it supports (native/testing/ggml_types_check.cc). */
   ggmlTypes(): Array<{ id: number; name: string; blockElements: number; blockBytes: number }>;

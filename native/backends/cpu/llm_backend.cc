@@ -14,6 +14,19 @@ std::string CpuBackend::describe() const { return mm_.kernels->name; }
 void CpuBackend::bind(const ModelConfig& config, const ModelWeights& host) {
   cfg_ = config;
   w_ = host;  // the mapped file and the model's f32 vectors, as they are
+  rope_freqs_.clear();
+  for (const LayerWeights& l : w_.layers) {
+    const float* f = l.inv_freq != nullptr ? l.inv_freq : w_.inv_freq;
+    if (std::find(rope_freqs_.begin(), rope_freqs_.end(), f) == rope_freqs_.end()) rope_freqs_.push_back(f);
+  }
+  if (rope_freqs_.empty()) rope_freqs_.push_back(w_.inv_freq);
+  rope_cos_.resize(rope_freqs_.size());
+  rope_sin_.resize(rope_freqs_.size());
+}
+
+size_t CpuBackend::rope_table(const float* inv_freq) const {
+  if (inv_freq == nullptr) inv_freq = w_.inv_freq;
+  return static_cast<size_t>(std::find(rope_freqs_.begin(), rope_freqs_.end(), inv_freq) - rope_freqs_.begin());
 }
 
 void CpuBackend::allocate_kv(const KvCacheLayout& layout) {
@@ -22,7 +35,8 @@ void CpuBackend::allocate_kv(const KvCacheLayout& layout) {
 }
 
 int64_t CpuBackend::scratch_bytes() const {
-  size_t n = tmp_.capacity() + up_.capacity() + rope_cos_.capacity() + rope_sin_.capacity();
+  size_t n = tmp_.capacity() + up_.capacity();
+  for (size_t j = 0; j < rope_cos_.size(); ++j) n += rope_cos_[j].capacity() + rope_sin_[j].capacity();
   for (const auto& b : buf_) n += b.capacity();
   return static_cast<int64_t>(n * sizeof(float));
 }
@@ -36,14 +50,20 @@ void CpuBackend::begin_step(const StepLayout& step) {
   for (int b = 0; b < kBufferCount; ++b) buf_[b].resize(static_cast<size_t>(sizes[b]));
   tmp_.resize(static_cast<size_t>(n * cfg_.dim));
   up_.resize(static_cast<size_t>(n * cfg_.ffn_dim));
-  // RoPE angles pos * inv_freq[i] (in double: positions reach 1e5), shared by every layer and head.
-  rope_cos_.resize(static_cast<size_t>(n * half));
-  rope_sin_.resize(static_cast<size_t>(n * half));
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t i = 0; i < half; ++i) {
-      const double a = static_cast<double>(step.pos[t]) * w_.inv_freq[i];
-      rope_cos_[t * half + i] = static_cast<float>(std::cos(a));
-      rope_sin_[t * half + i] = static_cast<float>(std::sin(a));
+  // RoPE angles pos * inv_freq[i] (in double: positions reach 1e5), shared by every head and
+  // every layer of the same frequencies; cos and sin carry LongRoPE's attention factor.
+  const double mscale = cfg_.rope_attn_factor;
+  for (size_t j = 0; j < rope_freqs_.size(); ++j) {
+    std::vector<float>& cs = rope_cos_[j];
+    std::vector<float>& sn = rope_sin_[j];
+    cs.resize(static_cast<size_t>(n * half));
+    sn.resize(static_cast<size_t>(n * half));
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t i = 0; i < half; ++i) {
+        const double a = static_cast<double>(step.pos[t]) * rope_freqs_[j][i];
+        cs[t * half + i] = static_cast<float>(mscale * std::cos(a));
+        sn[t * half + i] = static_cast<float>(mscale * std::sin(a));
+      }
     }
   }
 }
@@ -51,9 +71,25 @@ void CpuBackend::begin_step(const StepLayout& step) {
 void CpuBackend::embed(float* x) {
   const StepLayout& s = *step_;
   for (int64_t t = 0; t < s.n(); ++t) {
-    ggml::dequantize_row(w_.tok_embd.type, w_.tok_embd.row(s.tokens[t]), x + t * cfg_.dim, cfg_.dim);
+    float* xt = x + t * cfg_.dim;
+    ggml::dequantize_row(w_.tok_embd.type, w_.tok_embd.row(s.tokens[t]), xt, cfg_.dim);
+    if (cfg_.embed_scale != 1.0f) {
+      for (int64_t i = 0; i < cfg_.dim; ++i) xt[i] *= cfg_.embed_scale;
+    }
   }
 }
+
+namespace {
+
+// out[dim] = x / rms(x) * w (out may be x).
+void rmsnorm_row(float* out, const float* x, const float* w, int64_t dim, float eps) {
+  double ss = 0.0;
+  for (int64_t k = 0; k < dim; ++k) ss += static_cast<double>(x[k]) * x[k];
+  const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + eps));
+  for (int64_t k = 0; k < dim; ++k) out[k] = x[k] * scale * w[k];
+}
+
+}  // namespace
 
 // out[i, dim] = x / rms(x) * w, per row (rows split across threads when there are many).
 void CpuBackend::rmsnorm(float* out, const float* x, const float* w, bool logit_rows_only) {
@@ -62,12 +98,7 @@ void CpuBackend::rmsnorm(float* out, const float* x, const float* w, bool logit_
   const float eps = cfg_.rms_eps;
   parallel_for(0, n, n >= 64 ? mm_.threads : 1, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      const float* xr = x + (logit_rows_only ? s.logit_rows[i] : i) * dim;
-      float* o = out + i * dim;
-      double ss = 0.0;
-      for (int64_t k = 0; k < dim; ++k) ss += static_cast<double>(xr[k]) * xr[k];
-      const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + eps));
-      for (int64_t k = 0; k < dim; ++k) o[k] = xr[k] * scale * w[k];
+      rmsnorm_row(out + i * dim, x + (logit_rows_only ? s.logit_rows[i] : i) * dim, w, dim, eps);
     }
   });
 }
@@ -117,8 +148,16 @@ void CpuBackend::qkv_finish(int64_t layer, const LayerWeights& l, float* q, floa
   add_bias(q, l.bq, n, c.q_dim());
   add_bias(k, l.bk, n, kvd);
   add_bias(v, l.bv, n, kvd);
-  rope(q, n, c.n_heads, c.head_dim, c.rope_dim, c.rope_neox, rope_cos_.data(), rope_sin_.data());
-  rope(k, n, c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_neox, rope_cos_.data(), rope_sin_.data());
+  // qwen3 / gemma3: each head of q and k RMS-normed over head_dim before RoPE.
+  if (l.q_norm != nullptr) {
+    for (int64_t r = 0; r < n * c.n_heads; ++r) rmsnorm_row(q + r * c.head_dim, q + r * c.head_dim, l.q_norm, c.head_dim, c.rms_eps);
+  }
+  if (l.k_norm != nullptr) {
+    for (int64_t r = 0; r < n * c.n_kv_heads; ++r) rmsnorm_row(k + r * c.head_dim, k + r * c.head_dim, l.k_norm, c.head_dim, c.rms_eps);
+  }
+  const size_t j = rope_table(l.inv_freq);
+  rope(q, n, c.n_heads, c.head_dim, c.rope_dim, c.rope_neox, rope_cos_[j].data(), rope_sin_[j].data());
+  rope(k, n, c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_neox, rope_cos_[j].data(), rope_sin_[j].data());
   // Write every token's K/V first: later tokens of a prefill chunk attend to earlier ones.
   const int64_t bs = kv_layout_.block_size;
   for (int64_t t = 0; t < n; ++t) {
@@ -129,8 +168,9 @@ void CpuBackend::qkv_finish(int64_t layer, const LayerWeights& l, float* q, floa
   }
 }
 
-// att[t, h*hd..] = softmax(q_t,h . K[0..pos_t] / sqrt(hd)) . V[0..pos_t], causal by position,
-// each query head h reading KV head h / (n_heads / n_kv_heads). One task per token and KV head:
+// att[t, h*hd..] = softmax(attn_scale * q_t,h . K[p0..pos_t]) . V[p0..pos_t], causal by position
+// (p0 = 0, or pos_t - window + 1 on a sliding-window layer; scores soft-capped where the model
+// says), each query head h reading KV head h / (n_heads / n_kv_heads). One task per token and KV head:
 // the group's query heads share every K and V row the kernel loads. Tasks go out longest first
 // (the last tokens of a prefill chunk see the most positions) to threads that take them from a
 // counter.
@@ -140,9 +180,11 @@ void CpuBackend::attention(int64_t layer, const float* q, float* att) {
   const QuantKernels& k = *mm_.kernels;
   const int64_t n = s.n();
   const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads, bs = kv_layout_.block_size;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = c.attn_scale;
+  const int64_t window = w_.layers[layer].window;
+  auto first_pos = [&](int64_t t) -> int64_t { return window > 0 ? std::max<int64_t>(0, s.pos[t] - window + 1) : 0; };
   int64_t work = 0;
-  for (int64_t t = 0; t < n; ++t) work += (s.pos[t] + 1) * hd * c.n_heads;
+  for (int64_t t = 0; t < n; ++t) work += (s.pos[t] + 1 - first_pos(t)) * hd * c.n_heads;
   // Below ~256k multiply-adds (a short context) waking a second thread costs more than it saves.
   const int t_count = static_cast<int>(std::min<int64_t>(mm_.threads, std::max<int64_t>(1, work / (int64_t{1} << 18))));
   parallel_dynamic(n * c.n_kv_heads, t_count, [&](int64_t task) {
@@ -150,16 +192,29 @@ void CpuBackend::attention(int64_t layer, const float* q, float* att) {
     static thread_local std::vector<const float*> kb, vb;
     const int64_t t = n - 1 - task / c.n_kv_heads, g = task % c.n_kv_heads;
     const std::vector<int32_t>& blocks = *s.blocks[s.seq_of[t]];
-    const int64_t len = s.pos[t] + 1, nblk = (len + bs - 1) / bs;
-    kb.resize(static_cast<size_t>(nblk));
-    vb.resize(static_cast<size_t>(nblk));
-    for (int64_t b = 0; b < nblk; ++b) {
-      kb[b] = kv_k(layer, blocks[b], 0) + g * hd;
-      vb[b] = kv_v(layer, blocks[b], 0) + g * hd;
-    }
-    scratch.resize(static_cast<size_t>(group * len));
+    const int64_t p0 = first_pos(t), len = s.pos[t] + 1 - p0;
     const int64_t h0 = (t * c.n_heads + g * group) * hd;
-    k.attend(len, bs, c.kv_dim(), kb.data(), vb.data(), q + h0, group, hd, scale, scratch.data(), att + h0);
+    scratch.resize(static_cast<size_t>(group * len));
+    if (p0 == 0) {
+      const int64_t nblk = (len + bs - 1) / bs;
+      kb.resize(static_cast<size_t>(nblk));
+      vb.resize(static_cast<size_t>(nblk));
+      for (int64_t b = 0; b < nblk; ++b) {
+        kb[b] = kv_k(layer, blocks[b], 0) + g * hd;
+        vb[b] = kv_v(layer, blocks[b], 0) + g * hd;
+      }
+      k.attend(len, bs, c.kv_dim(), kb.data(), vb.data(), q + h0, group, hd, scale, c.attn_softcap, scratch.data(), att + h0);
+    } else {
+      // A window that starts inside a block: one row pointer per position (blocks of 1).
+      kb.resize(static_cast<size_t>(len));
+      vb.resize(static_cast<size_t>(len));
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t p = p0 + i;
+        kb[i] = kv_k(layer, blocks[p / bs], p % bs) + g * hd;
+        vb[i] = kv_v(layer, blocks[p / bs], p % bs) + g * hd;
+      }
+      k.attend(len, 1, c.kv_dim(), kb.data(), vb.data(), q + h0, group, hd, scale, c.attn_softcap, scratch.data(), att + h0);
+    }
   });
 }
 
@@ -170,19 +225,38 @@ void CpuBackend::matmul_add(const WeightMatrix& w, const float* x, int64_t rows,
   for (int64_t i = 0; i < count; ++i) y[i] += tmp[i];
 }
 
-void CpuBackend::gate_up_silu(const LayerWeights& l, const float* x, float* h) {
+void CpuBackend::matmul_norm_add(const WeightMatrix& w, const float* x, int64_t rows, const float* norm, float* y) {
+  float* tmp = tmp_.data();  // [rows, w.rows]
+  matmul(w, x, rows, tmp, mm_);
+  for (int64_t t = 0; t < rows; ++t) {
+    float* r = tmp + t * w.rows;
+    rmsnorm_row(r, r, norm, w.rows, cfg_.rms_eps);
+    for (int64_t i = 0; i < w.rows; ++i) y[t * w.rows + i] += r[i];
+  }
+}
+
+void CpuBackend::gate_up(const LayerWeights& l, const float* x, float* h) {
   const int64_t n = step_->n(), ff = cfg_.ffn_dim;
   const WeightMatrix* ws[] = {&l.w_gate, &l.w_up};
   float* ys[] = {h, up_.data()};  // h[n, ff] gate, up[n, ff]
   matmul_multi(ws, ys, 2, x, n, mm_);
   // Elementwise work under ~100 us is not worth waking the pool for.
   parallel_for(0, n, n >= 64 ? mm_.threads : 1, [&](int64_t t0, int64_t t1) {
-    mm_.kernels->silu_mul(h + t0 * ff, up_.data() + t0 * ff, (t1 - t0) * ff);
+    if (cfg_.ffn_activation == ModelConfig::FfnActivation::kGeluTanh) {
+      mm_.kernels->gelu_mul(h + t0 * ff, up_.data() + t0 * ff, (t1 - t0) * ff);
+    } else {
+      mm_.kernels->silu_mul(h + t0 * ff, up_.data() + t0 * ff, (t1 - t0) * ff);
+    }
   });
 }
 
 void CpuBackend::output(const float* xn, float* logits) {
   matmul(w_.output, xn, step_->n_logits(), logits, mm_);  // logits[n_logits, vocab]
+  if (cfg_.final_softcap > 0.0f) {
+    const float cap = cfg_.final_softcap;
+    const int64_t count = step_->n_logits() * cfg_.vocab;
+    for (int64_t i = 0; i < count; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
+  }
 }
 
 }  // namespace platform::cpu

@@ -43,7 +43,8 @@ class CpuBackend final : public Backend {
   void qkv_finish(int64_t layer, const LayerWeights& l, float* q, float* k, float* v) override;
   void attention(int64_t layer, const float* q, float* att) override;
   void matmul_add(const WeightMatrix& w, const float* x, int64_t rows, float* y) override;
-  void gate_up_silu(const LayerWeights& l, const float* x, float* h) override;
+  void matmul_norm_add(const WeightMatrix& w, const float* x, int64_t rows, const float* norm, float* y) override;
+  void gate_up(const LayerWeights& l, const float* x, float* h) override;
   void output(const float* xn, float* logits) override;
   const float* host_logits() override { return buf_[kLogits].data(); }
   const float* host_hidden() override { return buf_[kXb].data(); }
@@ -68,7 +69,11 @@ class CpuBackend final : public Backend {
   const StepLayout* step_ = nullptr;
   std::vector<float> buf_[kBufferCount];
   std::vector<float> tmp_, up_;              // [n][dim] projection output; [n][ffn] up half
-  std::vector<float> rope_cos_, rope_sin_;  // [n][rope_dim / 2]
+  // RoPE angles of the step, one table per distinct frequency table of the layers (gemma3: local
+  // and global): rope_cos_[j] / rope_sin_[j] [n][rope_dim / 2] for the frequencies rope_freqs_[j].
+  std::vector<const float*> rope_freqs_;
+  std::vector<std::vector<float>> rope_cos_, rope_sin_;
+  size_t rope_table(const float* inv_freq) const;
 };
 
 }  // namespace platform::cpu

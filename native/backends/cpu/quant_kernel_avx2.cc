@@ -243,6 +243,22 @@ QUANT_TARGET void silu_mul(float* g, const float* u, int64_t n) {
   for (; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+QUANT_TARGET void gelu_mul(float* g, const float* u, int64_t n) {
+  constexpr float k2 = 2.0f * 0.7978845608028654f;  // 2 sqrt(2/pi)
+  int64_t i = 0;
+  const __m256 one = _mm256_set1_ps(1.0f), c = _mm256_set1_ps(0.044715f), mk2 = _mm256_set1_ps(-k2);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(g + i);
+    const __m256 z = _mm256_fmadd_ps(_mm256_mul_ps(c, x), _mm256_mul_ps(x, x), x);  // x + 0.044715 x^3
+    const __m256 e = exp_ps(_mm256_mul_ps(mk2, z));
+    _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; ++i) {
+    const float x = g[i];
+    g[i] = x / (1.0f + std::exp(-k2 * (x + 0.044715f * x * x * x))) * u[i];
+  }
+}
+
 // Sums of 8 vectors: lane h of the result = horizontal sum of a[h].
 QUANT_TARGET inline __m256 hsum8(const __m256* a) {
   const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
@@ -295,9 +311,9 @@ QUANT_TARGET void weighted_values(int64_t len, int64_t bs, int64_t stride, const
 
 QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* const* kb,
                          const float* const* vb, const float* q, int64_t nq, int64_t hd,
-                         float scale, float* scratch, float* out) {
+                         float scale, float softcap, float* scratch, float* out) {
   if (hd % 8 != 0 || len <= 0) {
-    quant_kernels_scalar()->attend(len, bs, stride, kb, vb, q, nq, hd, scale, scratch, out);
+    quant_kernels_scalar()->attend(len, bs, stride, kb, vb, q, nq, hd, scale, softcap, scratch, out);
     return;
   }
   float* s = scratch;  // [len][nq]
@@ -312,6 +328,18 @@ QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* c
       case 2: attend_scores<2>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
       default: attend_scores<1>(len, bs, stride, kb, q, nq, h0, hd, scale, s); break;
     }
+  }
+  if (softcap > 0.0f) {
+    // s = cap * tanh(s / cap), tanh(y) = 1 - 2 / (e^(2y) + 1) (exp_ps clamps: +-1 at the ends).
+    const __m256 to_2y = _mm256_set1_ps(2.0f / softcap), cap = _mm256_set1_ps(softcap);
+    const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+    const int64_t count = len * nq;
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+      const __m256 e = exp_ps(_mm256_mul_ps(_mm256_loadu_ps(s + i), to_2y));
+      _mm256_storeu_ps(s + i, _mm256_mul_ps(cap, _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(e, one)))));
+    }
+    for (; i < count; ++i) s[i] = softcap * std::tanh(s[i] / softcap);
   }
   // Softmax per head (column h of s): max, exp, sum. Groups of 8 heads are one vector per position.
   float sums[64];
@@ -350,7 +378,8 @@ QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* c
 
 const QuantKernels kAvx2{"avx2",       dot_q8_0,     dot_q4_0,      dot_q4_k, dot_q6_k,
                          dot_f32,      f16_to_f32,   nullptr,       nullptr,  quantize_q8a,
-                         quantize_q8_k, attend,      silu_mul};
+                         quantize_q8_k, attend,      silu_mul,
+                         gelu_mul};
 
 }  // namespace
 

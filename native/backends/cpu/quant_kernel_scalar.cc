@@ -107,7 +107,7 @@ void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
 // Scores first (scratch[h * len + p]), then the softmax of each head, then the weighted values.
 void attend(int64_t len, int64_t bs, int64_t stride, const float* const* k_blocks,
             const float* const* v_blocks, const float* q, int64_t nq, int64_t hd, float scale,
-            float* scratch, float* out) {
+            float softcap, float* scratch, float* out) {
   for (int64_t h = 0; h < nq; ++h) {
     const float* qh = q + h * hd;
     float* s = scratch + h * len;
@@ -116,7 +116,7 @@ void attend(int64_t len, int64_t bs, int64_t stride, const float* const* k_block
       const float* k = k_blocks[p / bs] + (p % bs) * stride;
       float acc = 0.0f;
       for (int64_t i = 0; i < hd; ++i) acc += qh[i] * k[i];
-      s[p] = acc * scale;
+      s[p] = softcap > 0.0f ? softcap * std::tanh(acc * scale / softcap) : acc * scale;
       mx = std::max(mx, s[p]);
     }
     float sum = 0.0f;
@@ -138,9 +138,18 @@ void silu_mul(float* g, const float* u, int64_t n) {
   for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+void gelu_mul(float* g, const float* u, int64_t n) {
+  constexpr float k2 = 2.0f * 0.7978845608028654f;  // 2 sqrt(2/pi)
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = g[i];
+    g[i] = x / (1.0f + std::exp(-k2 * (x + 0.044715f * x * x * x))) * u[i];
+  }
+}
+
 const QuantKernels kScalar{"scalar",       dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k, dot_f32,
                            f16_to_f32,     nullptr,  nullptr,  quantize_row_q8a,
-                           quantize_row_q8_k, attend, silu_mul};
+                           quantize_row_q8_k, attend, silu_mul,
+                           gelu_mul};
 
 }  // namespace
 

@@ -57,13 +57,17 @@ struct QuantKernels {
 
   // Attention of one query token's nq heads that share one KV head (a GQA group; q: [nq][hd]) over
   // len cached positions: position p's key row at k_blocks[p / bs] + (p % bs) * stride, its value
-  // row likewise in v_blocks.  out[h][0..hd) = sum_p softmax_p(scale * q_h . k_p) * v_p.
+  // row likewise in v_blocks.  out[h][0..hd) = sum_p softmax_p(s_hp) * v_p with s_hp = scale *
+  // q_h . k_p, or softcap * tanh(s_hp / softcap) when softcap > 0 (gemma2's logit soft-capping).
   // scratch: at least nq * len floats.
   void (*attend)(int64_t len, int64_t bs, int64_t stride, const float* const* k_blocks,
                  const float* const* v_blocks, const float* q, int64_t nq, int64_t hd,
-                 float scale, float* scratch, float* out);
+                 float scale, float softcap, float* scratch, float* out);
   // g[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u
   void (*silu_mul)(float* g, const float* u, int64_t n);
+  // g[i] = gelu(g[i]) * u[i], GELU's tanh form (gemma's gelu_pytorch_tanh, ggml's gelu):
+  // 0.5 g (1 + tanh(z)) = g / (1 + exp(-2z)), z = sqrt(2/pi) (g + 0.044715 g^3)
+  void (*gelu_mul)(float* g, const float* u, int64_t n);
 };
 
 const QuantKernels* quant_kernels_scalar();

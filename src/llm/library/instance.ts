@@ -51,7 +51,7 @@ export class LlmInstance {
     return this.generator().info;
   }
 
-  /** The file's architecture: llama, qwen2, bert, nomic-bert. */
+  /** The file's architecture: a decoder (DECODER_ARCHITECTURES) or bert, nomic-bert. */
   get architecture(): string {
     return this.embedder ? this.embedder.info.architecture : this.llm!.info.architecture;
   }

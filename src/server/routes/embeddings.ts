@@ -9,7 +9,7 @@
 // - `dimensions`: the model's width, or fewer where the model was trained for truncation
 //   (Matryoshka: nomic-bert); then the vector is cut and scaled back to unit length.
 // - The vectors are pooled as the GGUF's pooling_type says and L2-normalized.
-// - A chat model (llama, qwen2) embeds by last-token pooling (LlmModel.embed): the last
+// - A chat model (any decoder architecture) embeds by last-token pooling (LlmModel.embed): the last
 //   position's hidden state after the output norm, normalized, as decoder embedding models
 //   (e5-mistral, gte-Qwen2) are trained to be used; each input is one request to its scheduler.
 // An embedding model answers 400 on the chat routes (openai-answers.ts).

@@ -95,6 +95,12 @@ class CudaBackend final : public Backend {
 
   void bind(const ModelConfig& c, const ModelWeights& host) override {
     cfg_ = c;
+    // The kernels here have no Q/K norms, post-norms, soft-capping, sliding windows, GELU or
+    // per-layer RoPE tables yet: a model that needs one is refused rather than run wrong.
+    if (c.architecture != "llama" && c.architecture != "qwen2") {
+      throw std::runtime_error("architecture '" + c.architecture + "' is not supported on the CUDA backend yet");
+    }
+    if (c.rope_attn_factor != 1.0f) throw std::runtime_error("rope.scaling.attn_factor is not supported on the CUDA backend yet");
     // The attention kernels keep a head in registers and shared memory (attention.cu).
     if (c.head_dim > 256) {
       throw std::runtime_error("the CUDA backend supports head dimensions up to 256 (this model has " +
@@ -224,7 +230,7 @@ class CudaBackend final : public Backend {
     launch_matmul(device_matrix(w), x, rows, y, w.rows, true, matmul_ws_, stream_);
   }
 
-  void gate_up_silu(const LayerWeights& l, const float* x, float* h) override {
+  void gate_up(const LayerWeights& l, const float* x, float* h) override {
     if (replay_) return;
     launch_gate_up_silu(device_matrix(l.w_gate), device_matrix(l.w_up), x, n_, h, matmul_ws_, stream_);
   }
