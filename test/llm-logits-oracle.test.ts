@@ -30,7 +30,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadModel, type LoadModelOptions } from '../src/llm/engine/index.js';
 import { encodeGguf, type GgufWriteSpec, type GgufWriteValue } from './helpers/gguf-writer.js';
-import { LOGITS_TOLERANCE, ORACLE_ARCHS, ORACLE_MODELS, sha256, type OracleModel } from './helpers/oracle-models.js';
+import { LOGITS_TOLERANCE, logitsTolerance, ORACLE_ARCHS, ORACLE_MODELS, sha256, type OracleModel } from './helpers/oracle-models.js';
 
 const DATA = path.join(import.meta.dirname, 'data/llm-logits');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llm-logits-oracle-'));
@@ -111,7 +111,7 @@ describe('the recordings cover the table', () => {
 });
 
 describe.each(ORACLE_MODELS.map((m) => [m.name, m] as [string, OracleModel]))('%s', (_name, m) => {
-  const tolerance = LOGITS_TOLERANCE[m.weightType];
+  const tolerance = logitsTolerance(m);
 
   it(`matches llama.cpp's logits at every position within ${tolerance} of their range (default and scalar kernels, chunked prefill)`, async () => {
     const rec = recording(m.name);

@@ -9,7 +9,8 @@
 // (scripts/oracle/README.md).
 import { createHash } from 'node:crypto';
 import type { QuantType } from './ggml-quants.js';
-import { encodeGguf, tinyModel, type GgufWriteSpec } from './gguf-writer.js';
+import { archModel, type ArchModelOptions } from './arch-models.js';
+import { encodeGguf, gv, tinyModel, type GgufWriteSpec } from './gguf-writer.js';
 import { spmVocab } from './llm-models.js';
 
 /** What every architecture writer is given. */
@@ -57,8 +58,48 @@ const qwen2Writer: OracleArchWriter = ({ weightType, seed }) => {
   return spec;
 };
 
-/** Architecture name -> writer. */
-export const ORACLE_ARCHS: Record<string, OracleArchWriter> = { llama: llamaWriter, qwen2: qwen2Writer };
+/** An architecture of arch-models.ts with every switch that matters at 16 tokens turned on. */
+const archWriter =
+  (options: Omit<ArchModelOptions, 'vocab' | 'weightType' | 'seed' | 'nEmbd' | 'nLayer' | 'nHead' | 'nHeadKv' | 'nFf'> & { nLayer?: number }): OracleArchWriter =>
+  ({ weightType, seed }) =>
+    archModel({ vocab: spmVocab(), ...SHAPE, ...options, weightType, seed }).spec;
+
+/** Rising divisors, so that every frequency of a 32-wide head moves differently. */
+const ropeDivisors = (first: number, step: number) => Array.from({ length: 16 }, (_, i) => first + step * i);
+
+/**
+ * Architecture name -> writer. Windows are shorter than the 16 recorded tokens and soft-caps small
+ * enough to bite, so each of those switches shows in the logits.
+ */
+export const ORACLE_ARCHS: Record<string, OracleArchWriter> = {
+  llama: llamaWriter,
+  qwen2: qwen2Writer,
+  // Llama 3.x: rope_freqs.weight divides the RoPE frequencies.
+  llama3: archWriter({ arch: 'llama', ropeFreqs: ropeDivisors(1, 0.5), name: 'oracle-llama3' }),
+  // Per-head Q/K RMSNorm, NeoX RoPE, a key_length (64) that is not dim / heads (32).
+  qwen3: archWriter({ arch: 'qwen3', headDim: 64, ropeFreqBase: 1000000, name: 'oracle-qwen3' }),
+  gemma2: archWriter({
+    arch: 'gemma2',
+    name: 'oracle-gemma2',
+    metadata: { 'attention.sliding_window': gv.u32(6), attn_logit_softcapping: gv.f32(4), final_logit_softcapping: gv.f32(6) },
+  }),
+  // Six layers: five sliding ones, then a global one.
+  gemma3: archWriter({
+    arch: 'gemma3',
+    nLayer: 6,
+    ropeFreqBase: 1000000,
+    name: 'oracle-gemma3',
+    metadata: { 'attention.sliding_window': gv.u32(5), 'rope.scaling.type': 'linear', 'rope.scaling.factor': gv.f32(8) },
+  }),
+  // Contexts (ours and llama.cpp's 64) over an original 32: LongRoPE's long factors and its attention factor.
+  // (llama.cpp's vocabulary loader special-cases model names containing "phi3".)
+  phi3: archWriter({
+    arch: 'phi3',
+    nCtx: 512,
+    name: 'oracle-p-three',
+    longRope: { long: ropeDivisors(1, 1), short: ropeDivisors(1, 0.1), originalContext: 32, attnFactor: 1.2 },
+  }),
+};
 
 /** The weight types every architecture is recorded with. */
 export const ORACLE_WEIGHT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
@@ -77,6 +118,20 @@ export const LOGITS_TOLERANCE: Record<QuantType, number> = {
   Q4_K: 5e-2,
   Q6_K: 5e-2,
 };
+
+/**
+ * A floor under LOGITS_TOLERANCE for an architecture whose llama.cpp computation rounds more than
+ * the weight type says: ggml's CPU GELU (gemma's GeGLU) looks its result up in a table indexed by
+ * the input rounded to f16 and holding f16 outputs (GGML_GELU_FP16 in ggml-cpu/vec.h), about 1e-3
+ * relative per activation, where the engine computes the tanh form in f32. Measured on F32
+ * weights: gemma2 1.8e-4, gemma3 4.2e-4 of the logits' range; 2e-3 is about 5x that.
+ */
+export const ARCH_TOLERANCE_FLOOR: Record<string, number> = { gemma2: 2e-3, gemma3: 2e-3 };
+
+/** The tolerance of one table entry. */
+export function logitsTolerance(m: Pick<OracleModel, 'arch' | 'weightType'>): number {
+  return Math.max(LOGITS_TOLERANCE[m.weightType], ARCH_TOLERANCE_FLOOR[m.arch] ?? 0);
+}
 
 /** n token ids in [0, nVocab) from a seed (a 32-bit LCG's high bits: exact in any JS engine). */
 export function oracleTokens(n: number, nVocab: number, seed: number): number[] {
@@ -108,9 +163,16 @@ function seedOf(name: string): number {
   return h;
 }
 
-/** Every architecture with every weight type, each from its own seed. */
+/**
+ * The weight types of the architectures after llama and qwen2 (which take every type): exact
+ * weights, a 32-element block type and a K-quant, enough to show each architecture's own switches
+ * under quantization without one file per type and architecture.
+ */
+export const ARCH_WEIGHT_TYPES: readonly QuantType[] = ['F32', 'Q8_0', 'Q4_K'];
+
+/** Every architecture with its weight types, each from its own seed. */
 export const ORACLE_MODELS: readonly OracleModel[] = Object.keys(ORACLE_ARCHS).flatMap((arch) =>
-  ORACLE_WEIGHT_TYPES.map((type) => oracleModel(arch, type, seedOf(`${arch}-${type}`))),
+  (arch === 'llama' || arch === 'qwen2' ? ORACLE_WEIGHT_TYPES : ARCH_WEIGHT_TYPES).map((type) => oracleModel(arch, type, seedOf(`${arch}-${type}`))),
 );
 
 export function sha256(bytes: Uint8Array): string {
