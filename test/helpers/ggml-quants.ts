@@ -1,5 +1,5 @@
 // Reference quantizers and dequantizers for the tensor types the engine supports (F32, F16, BF16,
-// Q8_0, Q4_0, Q4_K, Q6_K), ported from ggml's ggml-quants.c (`quantize_row_*_ref`,
+// Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), ported from ggml's ggml-quants.c (`quantize_row_*_ref`,
 // `dequantize_row_*`) with the byte layouts of ggml-common.h:
 //
 //   Q8_0  {f16 d; i8 q[32]}                                   34 bytes / 32 elements
@@ -9,6 +9,13 @@
 //         qs[32*k + l]: low nibble = element 64k + l, high nibble = element 64k + 32 + l
 //   Q6_K  {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}        210 bytes / 256 elements
 //         16 sub-blocks of 16 with an int8 scale; 6-bit quants offset by 32
+//   Q5_0  {f16 d; u8 qh[4]; u8 qs[16]}  as Q4_0 plus bit 4 of element j in bit j of qh, offset 16
+//   Q2_K  {u8 scales[16]; u8 qs[64]; f16 d; f16 dmin}           84 bytes / 256 elements
+//         16 sub-blocks of 16, 4-bit scale (low nibble) and min (high); 2-bit quants
+//   Q3_K  {u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d}      110 bytes / 256 elements
+//         16 sub-blocks of 16, 6-bit scales offset by 32; 3-bit quants offset by 4
+//   Q5_K  {f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} 176 bytes / 256 elements
+//         Q4_K's sub-blocks and scales with a fifth bit per value in qh
 //
 // Arithmetic is float32 throughout (Math.fround after every operation, nearest_int rounding half
 // to even) so the blocks match ggml's own. A C compiler may contract a*b-c into an FMA, so compare
@@ -220,7 +227,9 @@ function makeQkx2Quants(
   rmin: number,
   rdelta: number,
   nstep: number,
+  useMad = false,
 ): { scale: number; theMin: number } {
+  const err = (w: number, diff: number) => f(w * (useMad ? Math.abs(diff) : f(diff * diff)));
   const Laux = new Uint8Array(n);
   let min = x[0]!;
   let max = x[0]!;
@@ -244,7 +253,7 @@ function makeQkx2Quants(
     const l = nearestInt(f(iscale * f(x[i]! - min)));
     L[i] = clamp(l, 0, nmax);
     const diff = f(f(f(scale * L[i]!) + min) - x[i]!);
-    bestError = f(bestError + f(weights[i]! * f(diff * diff)));
+    bestError = f(bestError + err(weights[i]!, diff));
   }
   if (nstep < 1) return { scale, theMin: -min };
   for (let is = 0; is <= nstep; is++) {
@@ -271,7 +280,7 @@ function makeQkx2Quants(
       let curError = 0;
       for (let i = 0; i < n; i++) {
         const diff = f(f(f(thisScale * Laux[i]!) + thisMin) - x[i]!);
-        curError = f(curError + f(weights[i]! * f(diff * diff)));
+        curError = f(curError + err(weights[i]!, diff));
       }
       if (curError < bestError) {
         L.set(Laux.subarray(0, n));
@@ -284,60 +293,76 @@ function makeQkx2Quants(
   return { scale, theMin: -min };
 }
 
+/**
+ * The 256-element super-block fit Q4_K and Q5_K share: 8 sub-blocks of 32, each an asymmetric
+ * (scale, min) fit to 0..nmax (make_qkx2_quants with weights av_x + |x|), both packed to 6 bits
+ * against f16 super-block scales. Writes the 12 scale bytes into `sc`, the values into L, and
+ * returns the f16 bits of d and dmin.
+ */
+function fitScaleMinBlock(
+  xb: Float32Array,
+  nmax: number,
+  rmin: number,
+  nstep: number,
+  sc: Uint8Array,
+  L: Uint8Array,
+): [number, number] {
+  const weights = new Float32Array(32);
+  const mins = new Float32Array(8);
+  const scales = new Float32Array(8);
+  let maxScale = 0;
+  let maxMin = 0;
+  for (let j = 0; j < 8; j++) {
+    const xs = xb.subarray(32 * j, 32 * j + 32);
+    let sumX2 = 0;
+    for (let l = 0; l < 32; l++) sumX2 = f(sumX2 + f(xs[l]! * xs[l]!));
+    const avX = f(Math.sqrt(f(sumX2 / 32)));
+    for (let l = 0; l < 32; l++) weights[l] = f(avX + Math.abs(xs[l]!));
+    const r = makeQkx2Quants(32, nmax, xs, weights, L.subarray(32 * j, 32 * j + 32), rmin, 0.1, nstep);
+    scales[j] = r.scale;
+    mins[j] = r.theMin;
+    if (r.scale > maxScale) maxScale = r.scale;
+    if (r.theMin > maxMin) maxMin = r.theMin;
+  }
+  const invScale = maxScale > 0 ? f(63 / maxScale) : 0;
+  const invMin = maxMin > 0 ? f(63 / maxMin) : 0;
+  for (let j = 0; j < 8; j++) {
+    const ls = Math.min(63, nearestInt(f(invScale * scales[j]!)) & 0xff);
+    const lm = Math.min(63, nearestInt(f(invMin * mins[j]!)) & 0xff);
+    if (j < 4) {
+      sc[j] = ls;
+      sc[j + 4] = lm;
+    } else {
+      sc[j + 4] = (ls & 0xf) | ((lm & 0xf) << 4);
+      sc[j - 4]! |= (ls >> 4) << 6;
+      sc[j]! |= (lm >> 4) << 6;
+    }
+  }
+  const dBits = f32ToF16(f(maxScale / 63));
+  const dminBits = f32ToF16(f(maxMin / 63));
+  const d = f16ToF32(dBits);
+  const dmin = f16ToF32(dminBits);
+  for (let j = 0; j < 8; j++) {
+    const [s, m] = getScaleMinK4(j, sc, 0);
+    const dj = f(d * s);
+    if (dj === 0) continue;
+    const dm = f(dmin * m);
+    for (let ii = 0; ii < 32; ii++) L[32 * j + ii] = clamp(nearestInt(f(f(xb[32 * j + ii]! + dm) / dj)), 0, nmax);
+  }
+  return [dBits, dminBits];
+}
+
 export function quantizeQ4_K(x: Float32Array): Uint8Array {
   requireMultiple(x.length, QK_K, 'Q4_K');
   const nb = x.length / QK_K;
   const out = new Uint8Array(nb * Q4_K_BYTES);
   const view = new DataView(out.buffer);
   const L = new Uint8Array(QK_K);
-  const weights = new Float32Array(32);
-  const mins = new Float32Array(8);
-  const scales = new Float32Array(8);
   for (let i = 0; i < nb; i++) {
-    const xb = x.subarray(i * QK_K, (i + 1) * QK_K);
     const at = i * Q4_K_BYTES;
-    let maxScale = 0;
-    let maxMin = 0;
-    for (let j = 0; j < 8; j++) {
-      const xs = xb.subarray(32 * j, 32 * j + 32);
-      let sumX2 = 0;
-      for (let l = 0; l < 32; l++) sumX2 = f(sumX2 + f(xs[l]! * xs[l]!));
-      const avX = f(Math.sqrt(f(sumX2 / 32)));
-      for (let l = 0; l < 32; l++) weights[l] = f(avX + Math.abs(xs[l]!));
-      const r = makeQkx2Quants(32, 15, xs, weights, L.subarray(32 * j, 32 * j + 32), -1, 0.1, 20);
-      scales[j] = r.scale;
-      mins[j] = r.theMin;
-      if (r.scale > maxScale) maxScale = r.scale;
-      if (r.theMin > maxMin) maxMin = r.theMin;
-    }
-    const invScale = maxScale > 0 ? f(63 / maxScale) : 0;
-    const invMin = maxMin > 0 ? f(63 / maxMin) : 0;
-    const sc = out.subarray(at + 4, at + 16);
-    for (let j = 0; j < 8; j++) {
-      const ls = Math.min(63, nearestInt(f(invScale * scales[j]!)) & 0xff);
-      const lm = Math.min(63, nearestInt(f(invMin * mins[j]!)) & 0xff);
-      if (j < 4) {
-        sc[j] = ls;
-        sc[j + 4] = lm;
-      } else {
-        sc[j + 4] = (ls & 0xf) | ((lm & 0xf) << 4);
-        sc[j - 4]! |= (ls >> 4) << 6;
-        sc[j]! |= (lm >> 4) << 6;
-      }
-    }
-    const dBits = f32ToF16(f(maxScale / 63));
-    const dminBits = f32ToF16(f(maxMin / 63));
+    const [dBits, dminBits] = fitScaleMinBlock(x.subarray(i * QK_K, (i + 1) * QK_K), 15, -1, 20, out.subarray(at + 4, at + 16), L);
     view.setUint16(at, dBits, true);
     view.setUint16(at + 2, dminBits, true);
-    const d = f16ToF32(dBits);
-    const dmin = f16ToF32(dminBits);
-    for (let j = 0; j < 8; j++) {
-      const [s, m] = getScaleMinK4(j, out, at + 4);
-      const dj = f(d * s);
-      if (dj === 0) continue;
-      const dm = f(dmin * m);
-      for (let ii = 0; ii < 32; ii++) L[32 * j + ii] = clamp(nearestInt(f(f(xb[32 * j + ii]! + dm) / dj)), 0, 15);
-    }
     for (let j = 0; j < QK_K; j += 64) {
       for (let l = 0; l < 32; l++) out[at + 16 + j / 2 + l] = L[j + l]! | (L[j + l + 32]! << 4);
     }
@@ -491,11 +516,312 @@ export function dequantizeQ6_K(bytes: Uint8Array, n: number): Float32Array {
   return y;
 }
 
+// ---------------------------------------------------------------- Q5_0
+
+const QK5_0 = 32;
+const Q5_0_BYTES = 22;
+
+export function quantizeQ5_0(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, QK5_0, 'Q5_0');
+  const nb = x.length / QK5_0;
+  const out = new Uint8Array(nb * Q5_0_BYTES);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < nb; i++) {
+    let amax = 0;
+    let max = 0;
+    for (let j = 0; j < QK5_0; j++) {
+      const v = x[i * QK5_0 + j]!;
+      if (amax < Math.abs(v)) {
+        amax = Math.abs(v);
+        max = v;
+      }
+    }
+    const d = f(max / -16);
+    const id = d !== 0 ? f(1 / d) : 0;
+    const at = i * Q5_0_BYTES;
+    view.setUint16(at, f32ToF16(d), true);
+    let qh = 0;
+    for (let j = 0; j < QK5_0 / 2; j++) {
+      const xi0 = Math.min(31, Math.trunc(f(f(x[i * QK5_0 + j]! * id) + 16.5)));
+      const xi1 = Math.min(31, Math.trunc(f(f(x[i * QK5_0 + 16 + j]! * id) + 16.5)));
+      out[at + 6 + j] = (xi0 & 0xf) | ((xi1 & 0xf) << 4);
+      qh |= ((xi0 >> 4) << j) | ((xi1 >> 4) << (j + 16));
+    }
+    view.setUint32(at + 2, qh >>> 0, true);
+  }
+  return out;
+}
+
+export function dequantizeQ5_0(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, QK5_0, 'Q5_0');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  for (let i = 0; i < n / QK5_0; i++) {
+    const at = i * Q5_0_BYTES;
+    const d = f16ToF32(view.getUint16(at, true));
+    const qh = view.getUint32(at + 2, true);
+    for (let j = 0; j < QK5_0 / 2; j++) {
+      const q = bytes[at + 6 + j]!;
+      y[i * QK5_0 + j] = f((((q & 0xf) | (((qh >>> j) & 1) << 4)) - 16) * d);
+      y[i * QK5_0 + j + 16] = f((((q >> 4) | (((qh >>> (j + 16)) & 1) << 4)) - 16) * d);
+    }
+  }
+  return y;
+}
+
+// ---------------------------------------------------------------- Q2_K, Q3_K, Q5_K
+
+const Q2_K_BYTES = 84;
+const Q3_K_BYTES = 110;
+const Q5_K_BYTES = 176;
+
+/** Packs 256 2-bit values as Q2_K / Q3_K do: element 128h + 32c + l in bits 2c of byte 32h + l. */
+function pack2Bit(L: Uint8Array | Int8Array, out: Uint8Array, at: number): void {
+  for (let j = 0; j < QK_K; j += 128) {
+    for (let l = 0; l < 32; l++) {
+      out[at + j / 4 + l] = (L[j + l]! & 3) | ((L[j + l + 32]! & 3) << 2) | ((L[j + l + 64]! & 3) << 4) | ((L[j + l + 96]! & 3) << 6);
+    }
+  }
+}
+
+export function quantizeQ2_K(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, QK_K, 'Q2_K');
+  const nb = x.length / QK_K;
+  const out = new Uint8Array(nb * Q2_K_BYTES);
+  const view = new DataView(out.buffer);
+  const L = new Uint8Array(QK_K);
+  const weights = new Float32Array(16);
+  const mins = new Float32Array(16);
+  const scales = new Float32Array(16);
+  for (let i = 0; i < nb; i++) {
+    const xb = x.subarray(i * QK_K, (i + 1) * QK_K);
+    const at = i * Q2_K_BYTES;
+    let maxScale = 0;
+    let maxMin = 0;
+    for (let j = 0; j < 16; j++) {
+      const xs = xb.subarray(16 * j, 16 * j + 16);
+      for (let l = 0; l < 16; l++) weights[l] = Math.abs(xs[l]!);
+      const r = makeQkx2Quants(16, 3, xs, weights, L.subarray(16 * j, 16 * j + 16), -0.5, 0.1, 15, true);
+      scales[j] = r.scale;
+      mins[j] = r.theMin;
+      if (r.scale > maxScale) maxScale = r.scale;
+      if (r.theMin > maxMin) maxMin = r.theMin;
+    }
+    if (maxScale > 0) {
+      const iscale = f(15 / maxScale);
+      for (let j = 0; j < 16; j++) out[at + j] = nearestInt(f(iscale * scales[j]!));
+      view.setUint16(at + 80, f32ToF16(f(maxScale / 15)), true);
+    }
+    if (maxMin > 0) {
+      const iscale = f(15 / maxMin);
+      for (let j = 0; j < 16; j++) out[at + j]! |= nearestInt(f(iscale * mins[j]!)) << 4;
+      view.setUint16(at + 82, f32ToF16(f(maxMin / 15)), true);
+    }
+    const d = f16ToF32(view.getUint16(at + 80, true));
+    const dmin = f16ToF32(view.getUint16(at + 82, true));
+    for (let j = 0; j < 16; j++) {
+      const dj = f(d * (out[at + j]! & 0xf));
+      if (dj === 0) continue;
+      const dm = f(dmin * (out[at + j]! >> 4));
+      for (let ii = 0; ii < 16; ii++) L[16 * j + ii] = clamp(nearestInt(f(f(xb[16 * j + ii]! + dm) / dj)), 0, 3);
+    }
+    pack2Bit(L, out, at + 16);
+  }
+  return out;
+}
+
+export function dequantizeQ2_K(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, QK_K, 'Q2_K');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  for (let i = 0; i < n / QK_K; i++) {
+    const at = i * Q2_K_BYTES;
+    const d = f16ToF32(view.getUint16(at + 80, true));
+    const dmin = f16ToF32(view.getUint16(at + 82, true));
+    for (let e = 0; e < QK_K; e++) {
+      const sc = bytes[at + (e >> 4)]!;
+      const q = (bytes[at + 16 + 32 * (e >> 7) + (e & 31)]! >> (2 * ((e >> 5) & 3))) & 3;
+      y[i * QK_K + e] = f(f(f(d * (sc & 0xf)) * q) - f(dmin * (sc >> 4)));
+    }
+  }
+  return y;
+}
+
+/** make_q3_quants with do_rmse: a symmetric scale for n values in -nmax..nmax-1, refined by moves. */
+function makeQ3Quants(n: number, nmax: number, x: Float32Array, L: Int8Array): number {
+  let max = 0;
+  let amax = 0;
+  for (let i = 0; i < n; i++) {
+    const ax = Math.abs(x[i]!);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i]!;
+    }
+  }
+  if (amax < f(1e-15)) {
+    L.fill(0, 0, n);
+    return 0;
+  }
+  const iscale = f(-nmax / max);
+  let sumlx = 0;
+  let suml2 = 0;
+  for (let i = 0; i < n; i++) {
+    const l = clamp(nearestInt(f(iscale * x[i]!)), -nmax, nmax - 1);
+    L[i] = l;
+    const w = f(x[i]! * x[i]!);
+    sumlx = f(sumlx + f(f(w * x[i]!) * l));
+    suml2 = f(suml2 + f(f(w * l) * l));
+  }
+  for (let itry = 0; itry < 5; itry++) {
+    let changed = 0;
+    for (let i = 0; i < n; i++) {
+      const w = f(x[i]! * x[i]!);
+      let slx = f(sumlx - f(f(w * x[i]!) * L[i]!));
+      if (slx > 0) {
+        let sl2 = f(suml2 - f(f(w * L[i]!) * L[i]!));
+        const newL = clamp(nearestInt(f(f(x[i]! * sl2) / slx)), -nmax, nmax - 1);
+        if (newL !== L[i]) {
+          slx = f(slx + f(f(w * x[i]!) * newL));
+          sl2 = f(sl2 + f(f(w * newL) * newL));
+          if (sl2 > 0 && f(f(slx * slx) * suml2) > f(f(sumlx * sumlx) * sl2)) {
+            L[i] = newL;
+            sumlx = slx;
+            suml2 = sl2;
+            changed++;
+          }
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  for (let i = 0; i < n; i++) L[i]! += nmax;
+  return suml2 > 0 ? f(sumlx / suml2) : 0;
+}
+
+/** Scale j (0..15) of a Q3_K block minus 32, from its 12 packed bytes at `at`. */
+export function q3KScale(j: number, q: Uint8Array, at: number): number {
+  const low = j < 8 ? q[at + j]! & 0xf : q[at + j - 8]! >> 4;
+  const high = (q[at + 8 + (j % 4)]! >> (2 * Math.floor(j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+export function quantizeQ3_K(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, QK_K, 'Q3_K');
+  const nb = x.length / QK_K;
+  const out = new Uint8Array(nb * Q3_K_BYTES);
+  const view = new DataView(out.buffer);
+  const L = new Int8Array(QK_K);
+  const scales = new Float32Array(16);
+  for (let i = 0; i < nb; i++) {
+    const xb = x.subarray(i * QK_K, (i + 1) * QK_K);
+    const at = i * Q3_K_BYTES;
+    const sc = at + 96;
+    let maxScale = 0;
+    let amax = 0;
+    for (let j = 0; j < 16; j++) {
+      scales[j] = makeQ3Quants(16, 4, xb.subarray(16 * j, 16 * j + 16), L.subarray(16 * j, 16 * j + 16));
+      if (Math.abs(scales[j]!) > amax) {
+        amax = Math.abs(scales[j]!);
+        maxScale = scales[j]!;
+      }
+    }
+    if (maxScale) {
+      const iscale = f(-32 / maxScale);
+      for (let j = 0; j < 16; j++) {
+        const l = clamp(nearestInt(f(iscale * scales[j]!)), -32, 31) + 32;
+        if (j < 8) out[sc + j] = l & 0xf;
+        else out[sc + j - 8]! |= (l & 0xf) << 4;
+        out[sc + 8 + (j % 4)]! |= (l >> 4) << (2 * Math.floor(j / 4));
+      }
+      view.setUint16(at + 108, f32ToF16(f(1 / iscale)), true);
+    }
+    const d = f16ToF32(view.getUint16(at + 108, true));
+    for (let j = 0; j < 16; j++) {
+      const dj = f(d * q3KScale(j, out, sc));
+      if (dj === 0) continue;
+      for (let ii = 0; ii < 16; ii++) L[16 * j + ii] = clamp(nearestInt(f(xb[16 * j + ii]! / dj)), -4, 3) + 4;
+    }
+    // bit 2 of element 32c + l is bit c of hmask[l]
+    for (let e = 0; e < QK_K; e++) {
+      if (L[e]! > 3) {
+        out[at + (e & 31)]! |= 1 << (e >> 5);
+        L[e]! -= 4;
+      }
+    }
+    pack2Bit(L, out, at + 32);
+  }
+  return out;
+}
+
+export function dequantizeQ3_K(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, QK_K, 'Q3_K');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  for (let i = 0; i < n / QK_K; i++) {
+    const at = i * Q3_K_BYTES;
+    const d = f16ToF32(view.getUint16(at + 108, true));
+    for (let e = 0; e < QK_K; e++) {
+      const low = (bytes[at + 32 + 32 * (e >> 7) + (e & 31)]! >> (2 * ((e >> 5) & 3))) & 3;
+      const high = (bytes[at + (e & 31)]! >> (e >> 5)) & 1;
+      y[i * QK_K + e] = f(f(d * q3KScale(e >> 4, bytes, at + 96)) * (low - (high ? 0 : 4)));
+    }
+  }
+  return y;
+}
+
+export function quantizeQ5_K(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, QK_K, 'Q5_K');
+  const nb = x.length / QK_K;
+  const out = new Uint8Array(nb * Q5_K_BYTES);
+  const view = new DataView(out.buffer);
+  const L = new Uint8Array(QK_K);
+  for (let i = 0; i < nb; i++) {
+    const at = i * Q5_K_BYTES;
+    const [dBits, dminBits] = fitScaleMinBlock(x.subarray(i * QK_K, (i + 1) * QK_K), 31, -0.5, 15, out.subarray(at + 4, at + 16), L);
+    view.setUint16(at, dBits, true);
+    view.setUint16(at + 2, dminBits, true);
+    // element 64j + 32h + l: low 4 bits in nibble h of qs[32j + l], bit 4 in bit 2j + h of qh[l]
+    for (let j = 0; j < 4; j++) {
+      for (let l = 0; l < 32; l++) {
+        const l0 = L[64 * j + l]!;
+        const l1 = L[64 * j + 32 + l]!;
+        out[at + 48 + 32 * j + l] = (l0 & 0xf) | ((l1 & 0xf) << 4);
+        out[at + 16 + l]! |= ((l0 >> 4) << (2 * j)) | ((l1 >> 4) << (2 * j + 1));
+      }
+    }
+  }
+  return out;
+}
+
+export function dequantizeQ5_K(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, QK_K, 'Q5_K');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  let k = 0;
+  for (let i = 0; i < n / QK_K; i++) {
+    const at = i * Q5_K_BYTES;
+    const d = f16ToF32(view.getUint16(at, true));
+    const min = f16ToF32(view.getUint16(at + 2, true));
+    for (let j = 0; j < 4; j++) {
+      const [s1, m1q] = getScaleMinK4(2 * j, bytes, at + 4);
+      const [s2, m2q] = getScaleMinK4(2 * j + 1, bytes, at + 4);
+      const d1 = f(d * s1);
+      const m1 = f(min * m1q);
+      const d2 = f(d * s2);
+      const m2 = f(min * m2q);
+      const q = at + 48 + 32 * j;
+      for (let l = 0; l < 32; l++) y[k++] = f(f(d1 * ((bytes[q + l]! & 0xf) | (((bytes[at + 16 + l]! >> (2 * j)) & 1) << 4))) - m1);
+      for (let l = 0; l < 32; l++) y[k++] = f(f(d2 * ((bytes[q + l]! >> 4) | (((bytes[at + 16 + l]! >> (2 * j + 1)) & 1) << 4))) - m2);
+    }
+  }
+  return y;
+}
+
 // ---------------------------------------------------------------- by type name
 
-export type QuantType = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_K' | 'Q6_K';
+export type QuantType = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q5_0' | 'Q2_K' | 'Q3_K' | 'Q4_K' | 'Q5_K' | 'Q6_K';
 
-export const QUANT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
+export const QUANT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K'];
 
 const QUANTIZE: Record<QuantType, (x: Float32Array) => Uint8Array> = {
   F32: quantizeF32,
@@ -503,7 +829,11 @@ const QUANTIZE: Record<QuantType, (x: Float32Array) => Uint8Array> = {
   BF16: quantizeBF16,
   Q8_0: quantizeQ8_0,
   Q4_0: quantizeQ4_0,
+  Q5_0: quantizeQ5_0,
+  Q2_K: quantizeQ2_K,
+  Q3_K: quantizeQ3_K,
   Q4_K: quantizeQ4_K,
+  Q5_K: quantizeQ5_K,
   Q6_K: quantizeQ6_K,
 };
 
@@ -513,7 +843,11 @@ const DEQUANTIZE: Record<QuantType, (bytes: Uint8Array, n: number) => Float32Arr
   BF16: dequantizeBF16,
   Q8_0: dequantizeQ8_0,
   Q4_0: dequantizeQ4_0,
+  Q5_0: dequantizeQ5_0,
+  Q2_K: dequantizeQ2_K,
+  Q3_K: dequantizeQ3_K,
   Q4_K: dequantizeQ4_K,
+  Q5_K: dequantizeQ5_K,
   Q6_K: dequantizeQ6_K,
 };
 

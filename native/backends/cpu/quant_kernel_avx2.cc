@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #define QUANT_TARGET __attribute__((target("avx2,fma,f16c")))
 
@@ -126,6 +127,127 @@ QUANT_TARGET float dot_q6_k(int64_t n, const BlockQ6_K* w, const BlockQ8_K* a) {
                                             0, 0, 0));
   }
   return hsum_ps(acc);
+}
+
+// Byte i of the result is 0xFF where bit i of `bits` is set, else 0 (32 bits -> 32 bytes).
+QUANT_TARGET inline __m256i bits_to_bytes(uint32_t bits) {
+  // byte i takes source byte i / 8, then keeps bit i % 8
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+}
+
+// Q4_0's nibbles plus bit 4 from qh, minus 16: signed values in -16..15.
+QUANT_TARGET float dot_q5_0(int64_t n, const BlockQ5_0* w, const BlockQ8A* a) {
+  const __m256i low = _mm256_set1_epi8(0xF), bit4 = _mm256_set1_epi8(0x10), sixteen = _mm256_set1_epi8(16);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].qs));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+    uint32_t qh;
+    std::memcpy(&qh, w[i].qh, 4);
+    const __m256i hi = _mm256_and_si256(bits_to_bytes(qh), bit4);
+    const __m256i qw = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(both, low), hi), sixteen);
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs));
+    const __m256 p = _mm256_cvtepi32_ps(dot_s8(qw, qa));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), p, acc);
+  }
+  return hsum_ps(acc);
+}
+
+// The 32 two-bit values of elements 128h + 32c + l (l < 32) of a Q2_K / Q3_K super-block, given
+// the 32 bytes qs[32h..32h+32): bits 2c of each byte.
+QUANT_TARGET inline __m256i two_bits(__m256i qs, int c) {
+  return _mm256_and_si256(_mm256_srli_epi16(qs, 2 * c), _mm256_set1_epi8(3));
+}
+
+// Scales of the two groups of 16 in a 32-element run, as int16 lanes for madd: lanes 0-7 (the
+// pair sums of elements 0-15) take s0, lanes 8-15 s1.
+QUANT_TARGET inline __m256i pair_scales(int s0, int s1) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s1)), _mm_set1_epi16(static_cast<int16_t>(s0)));
+}
+
+// d * sum_g sc_g (q . a)_g - dmin * sum_g m_g bsum_g; q in 0..3 unsigned, so maddubs takes it as is.
+QUANT_TARGET float dot_q2_k(int64_t n, const BlockQ2_K* w, const BlockQ8_K* a) {
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    int summ = 0;
+    for (int g = 0; g < 16; ++g) summ += (w[i].scales[g] >> 4) * a[i].bsums[g];
+    __m256i sumi = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * h));
+      for (int c = 0; c < 4; ++c) {
+        const int g = 8 * h + 2 * c;
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 128 * h + 32 * c));
+        const __m256i scale = pair_scales(w[i].scales[g] & 0xF, w[i].scales[g + 1] & 0xF);
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(two_bits(qs, c), av), scale));
+      }
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    mins += a[i].d * f16(w[i].dmin) * static_cast<float>(summ);
+  }
+  return hsum_ps(acc) - mins;
+}
+
+// q = low 2 bits - 4 where the hmask bit is clear: maddubs(low, a) - maddubs(4 or 0, a), both in
+// range for int16; the signed 6-bit scales (-32..31) go in through madd.
+QUANT_TARGET float dot_q3_k(int64_t n, const BlockQ3_K* w, const BlockQ8_K* a) {
+  const __m256i four = _mm256_set1_epi8(4);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    int sc[16];
+    for (int g = 0; g < 16; ++g) sc[g] = q3_k_scale(g, w[i].scales);
+    const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].hmask));
+    __m256i sumi = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * h));
+      for (int c = 0; c < 4; ++c) {
+        const int g = 8 * h + 2 * c;
+        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * h + c)));
+        // 4 where the high bit is clear, else 0
+        const __m256i minus = _mm256_andnot_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit), four);
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 128 * h + 32 * c));
+        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(two_bits(qs, c), av), _mm256_maddubs_epi16(minus, av));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, pair_scales(sc[g], sc[g + 1])));
+      }
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum_ps(acc);
+}
+
+// Q4_K's loop with bit 4 of each value from qh (bit 2j of qh[l] for the low nibbles of group j,
+// 2j + 1 for the high ones); values 0..31 keep maddubs' pair sums below 2^15.
+QUANT_TARGET float dot_q5_k(int64_t n, const BlockQ5_K* w, const BlockQ8_K* a) {
+  const __m256i low = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; ++j) q4_k_scale_min(j, w[i].scales, &sc[j], &m[j]);
+    int summ = 0;
+    for (int j = 0; j < 8; ++j) summ += m[j] * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qh));
+    __m256i sumi = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * j));
+      const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
+      const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
+      const __m256i q0 = _mm256_or_si256(_mm256_and_si256(q, low), h0);
+      const __m256i q1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low), h1);
+      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 64 * j));
+      const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 64 * j + 32));
+      const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(q0, a0), _mm256_set1_epi16(sc[2 * j]));
+      const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(q1, a1), _mm256_set1_epi16(sc[2 * j + 1]));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    mins += a[i].d * f16(w[i].dmin) * static_cast<float>(summ);
+  }
+  return hsum_ps(acc) - mins;
 }
 
 QUANT_TARGET float dot_f32(int64_t n, const float* a, const float* b) {
@@ -349,6 +471,7 @@ QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* c
 }
 
 const QuantKernels kAvx2{"avx2",       dot_q8_0,     dot_q4_0,      dot_q4_k, dot_q6_k,
+                         dot_q5_0,     dot_q2_k,     dot_q3_k,      dot_q5_k,
                          dot_f32,      f16_to_f32,   nullptr,       nullptr,  quantize_q8a,
                          quantize_q8_k, attend,      silu_mul};
 
