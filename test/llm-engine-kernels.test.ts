@@ -85,14 +85,16 @@ describe('quantized matmul kernels match the scalar kernels', () => {
   const colsOf: Record<string, number[]> = {
     Q8_0: [32, 96, 288],
     Q4_0: [32, 160],
+    Q4_1: [32, 160],
     Q5_0: [32, 160],
+    Q5_1: [32, 160],
     Q2_K: [256, 768],
     Q3_K: [256, 768],
     Q4_K: [256, 768],
     Q5_K: [256, 768],
     Q6_K: [256, 512],
   };
-  for (const type of ['Q8_0', 'Q4_K', 'Q4_0', 'Q6_K', 'Q5_0', 'Q2_K', 'Q3_K', 'Q5_K'] as QuantType[]) {
+  for (const type of ['Q8_0', 'Q4_K', 'Q4_0', 'Q6_K', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q5_K'] as QuantType[]) {
     it(`${type}: tiles and dots at every level, rows x tokens not multiples of the tiles`, () => {
       let seed = 1;
       for (const cols of colsOf[type]!) {
@@ -156,7 +158,9 @@ describe('quantized matmul kernels match the scalar kernels', () => {
     const r = rng(78);
     const layouts: Array<[QuantType, number, number, number[]]> = [
       // type, block elements, block bytes, offsets of the f16 scales
+      ['Q4_1', 32, 20, [0, 2]],
       ['Q5_0', 32, 22, [0]],
+      ['Q5_1', 32, 24, [0, 2]],
       ['Q2_K', 256, 84, [80, 82]],
       ['Q3_K', 256, 110, [108]],
       ['Q5_K', 256, 176, [0, 2]],

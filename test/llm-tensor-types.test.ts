@@ -1,4 +1,4 @@
-// The newer GGUF tensor types (Q5_0, Q2_K, Q3_K, Q5_K) end to end: small random llama / qwen2
+// The newer GGUF tensor types (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K) end to end: small random llama / qwen2
 // models with their matrices in each type load through the real engine, and their logits at every
 // position match the f64 reference (test/helpers/llm-reference.ts) run on the dequantized weights,
 // at the scalar level and the best SIMD level of this CPU. So does a mixture the way llama.cpp's
@@ -7,7 +7,7 @@
 //
 // Tolerance (max |engine - reference| / max |reference| over all positions' logits): the
 // reference sees the same dequantized weights, so the one difference is the engine's 8-bit
-// activations (Q8A per 32 values for Q5_0, Q8_K per 256 for the K-quants), about 2^-8 relative
+// activations (Q8A per 32 values for Q4_1 / Q5_0 / Q5_1, Q8_K per 256 for the K-quants), about 2^-8 relative
 // per element, which compounds over the 7 matmuls of each layer to a few percent (observed
 // 2.7-3.5% here, seeds 31 and 32). 5e-2 is the bound test/llm-engine-forward.test.ts uses for the older
 // types; a wrong layout, scale or bit order gives errors of order 1. The SIMD kernels compute the
@@ -91,9 +91,9 @@ async function check(m: ReturnType<typeof build>, tokens: number[], simdVsScalar
 const wide = { vocab: plainVocab(VOCAB), nEmbd: 256, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 512 } as const;
 const isMatrix = (t: GgufWriteTensor) => t.dims.length === 2;
 
-describe.each(['Q5_0', 'Q2_K', 'Q3_K', 'Q5_K'] as QuantType[])('%s weights', (type) => {
+describe.each(['Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q5_K'] as QuantType[])('%s weights', (type) => {
   it(`every matrix and the token embeddings in ${type}: logits match the reference within ${TOLERANCE}`, async () => {
-    const arch = type === 'Q5_0' || type === 'Q3_K' ? 'qwen2' : 'llama';
+    const arch = type === 'Q5_0' || type === 'Q3_K' || type === 'Q5_1' ? 'qwen2' : 'llama';
     const m = build({ ...wide, arch, seed: 31 }, (t) => (isMatrix(t) ? type : undefined));
     const types = await check(m, prompt(10, 8));
     // 7 matrices per layer, token_embd and output

@@ -14,13 +14,14 @@ const char* ggml_type_name(uint32_t type_id) {
 }
 
 const char* supported_type_names() {
-  return "F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
 }
 
 const TypeInfo* type_info(uint32_t type_id) {
   static const TypeInfo kF32{"F32", 1, 4}, kF16{"F16", 1, 2}, kBF16{"BF16", 1, 2},
       kQ8_0{"Q8_0", kQK, sizeof(BlockQ8_0)}, kQ4_0{"Q4_0", kQK, sizeof(BlockQ4_0)},
-      kQ5_0{"Q5_0", kQK, sizeof(BlockQ5_0)}, kQ2_K{"Q2_K", kQK_K, sizeof(BlockQ2_K)},
+      kQ4_1{"Q4_1", kQK, sizeof(BlockQ4_1)}, kQ5_0{"Q5_0", kQK, sizeof(BlockQ5_0)},
+      kQ5_1{"Q5_1", kQK, sizeof(BlockQ5_1)}, kQ2_K{"Q2_K", kQK_K, sizeof(BlockQ2_K)},
       kQ3_K{"Q3_K", kQK_K, sizeof(BlockQ3_K)}, kQ4_K{"Q4_K", kQK_K, sizeof(BlockQ4_K)},
       kQ5_K{"Q5_K", kQK_K, sizeof(BlockQ5_K)}, kQ6_K{"Q6_K", kQK_K, sizeof(BlockQ6_K)};
   switch (static_cast<Type>(type_id)) {
@@ -29,7 +30,9 @@ const TypeInfo* type_info(uint32_t type_id) {
     case Type::kBF16: return &kBF16;
     case Type::kQ8_0: return &kQ8_0;
     case Type::kQ4_0: return &kQ4_0;
+    case Type::kQ4_1: return &kQ4_1;
     case Type::kQ5_0: return &kQ5_0;
+    case Type::kQ5_1: return &kQ5_1;
     case Type::kQ2_K: return &kQ2_K;
     case Type::kQ3_K: return &kQ3_K;
     case Type::kQ4_K: return &kQ4_K;
@@ -69,6 +72,30 @@ void dequantize_row(Type type, const void* src, float* dst, int64_t n) {
         for (int l = 0; l < kQK / 2; ++l) {
           dst[i * kQK + l] = d * ((b[i].qs[l] & 0xF) - 8);
           dst[i * kQK + l + 16] = d * ((b[i].qs[l] >> 4) - 8);
+        }
+      }
+      return;
+    }
+    case Type::kQ4_1: {
+      const BlockQ4_1* b = static_cast<const BlockQ4_1*>(src);
+      for (int64_t i = 0; i < n / kQK; ++i) {
+        const float d = fp16_to_f32(b[i].d), m = fp16_to_f32(b[i].m);
+        for (int l = 0; l < kQK / 2; ++l) {
+          dst[i * kQK + l] = (b[i].qs[l] & 0xF) * d + m;
+          dst[i * kQK + l + 16] = (b[i].qs[l] >> 4) * d + m;
+        }
+      }
+      return;
+    }
+    case Type::kQ5_1: {
+      const BlockQ5_1* b = static_cast<const BlockQ5_1*>(src);
+      for (int64_t i = 0; i < n / kQK; ++i) {
+        const float d = fp16_to_f32(b[i].d), m = fp16_to_f32(b[i].m);
+        uint32_t qh;
+        std::memcpy(&qh, b[i].qh, 4);
+        for (int l = 0; l < kQK / 2; ++l) {
+          dst[i * kQK + l] = ((b[i].qs[l] & 0xF) | (((qh >> l) & 1) << 4)) * d + m;
+          dst[i * kQK + l + 16] = ((b[i].qs[l] >> 4) | (((qh >> (l + 16)) & 1) << 4)) * d + m;
         }
       }
       return;

@@ -3,7 +3,8 @@
 // backend: the CPU kernels and the CUDA decoders (backends/cuda/llm/quant.cuh) read these layouts,
 // and dequantize_row is the reference both are checked against.
 //
-// Weights are stored in blocks: Q8_0 / Q4_0 / Q5_0 hold 32 elements with one f16 scale; the
+// Weights are stored in blocks: Q8_0 / Q4_0 / Q5_0 hold 32 elements with one f16 scale (Q4_1 /
+// Q5_1 also an f16 min); the
 // K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) hold 256-element super-blocks with 4- to 8-bit
 // sub-block scales (and, for Q2_K / Q4_K / Q5_K, sub-block mins). (The 8-bit activation formats
 // the CPU's integer dot products consume are the CPU backend's: backends/cpu/activation_quant.h.)
@@ -19,7 +20,9 @@ enum class Type : uint32_t {
   kF32 = 0,
   kF16 = 1,
   kQ4_0 = 2,
+  kQ4_1 = 3,
   kQ5_0 = 6,
+  kQ5_1 = 7,
   kQ8_0 = 8,
   kQ2_K = 10,
   kQ3_K = 11,
@@ -39,6 +42,17 @@ struct BlockQ8_0 {
 struct BlockQ4_0 {
   uint16_t d;           // f16 scale
   uint8_t qs[kQK / 2];  // low nibbles: elements 0-15, high nibbles: 16-31; value = d * (q - 8)
+};
+struct BlockQ4_1 {
+  uint16_t d;           // f16 scale
+  uint16_t m;           // f16 min
+  uint8_t qs[kQK / 2];  // as Q4_0's; value = d * q + m
+};
+struct BlockQ5_1 {
+  uint16_t d;           // f16 scale
+  uint16_t m;           // f16 min
+  uint8_t qh[4];        // as Q5_0's
+  uint8_t qs[kQK / 2];  // as Q4_0's; value = d * q + m, q in 0..31
 };
 struct BlockQ5_0 {
   uint16_t d;           // f16 scale
@@ -80,7 +94,9 @@ struct BlockQ6_K {
 
 static_assert(sizeof(BlockQ8_0) == 34, "ggml layout");
 static_assert(sizeof(BlockQ4_0) == 18, "ggml layout");
+static_assert(sizeof(BlockQ4_1) == 20, "ggml layout");
 static_assert(sizeof(BlockQ5_0) == 22, "ggml layout");
+static_assert(sizeof(BlockQ5_1) == 24, "ggml layout");
 static_assert(sizeof(BlockQ2_K) == 84, "ggml layout");
 static_assert(sizeof(BlockQ3_K) == 110, "ggml layout");
 static_assert(sizeof(BlockQ4_K) == 144, "ggml layout");

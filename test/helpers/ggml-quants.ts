@@ -1,5 +1,5 @@
 // Reference quantizers and dequantizers for the tensor types the engine supports (F32, F16, BF16,
-// Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), ported from ggml's ggml-quants.c (`quantize_row_*_ref`,
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), ported from ggml's ggml-quants.c (`quantize_row_*_ref`,
 // `dequantize_row_*`) with the byte layouts of ggml-common.h:
 //
 //   Q8_0  {f16 d; i8 q[32]}                                   34 bytes / 32 elements
@@ -10,6 +10,8 @@
 //   Q6_K  {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}        210 bytes / 256 elements
 //         16 sub-blocks of 16 with an int8 scale; 6-bit quants offset by 32
 //   Q5_0  {f16 d; u8 qh[4]; u8 qs[16]}  as Q4_0 plus bit 4 of element j in bit j of qh, offset 16
+//   Q4_1  {f16 d; f16 m; u8 qs[16]}, Q5_1 {f16 d; f16 m; u8 qh[4]; u8 qs[16]}: Q4_0 / Q5_0's
+//         quants without offset, y = d * q + m
 //   Q2_K  {u8 scales[16]; u8 qs[64]; f16 d; f16 dmin}           84 bytes / 256 elements
 //         16 sub-blocks of 16, 4-bit scale (low nibble) and min (high); 2-bit quants
 //   Q3_K  {u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d}      110 bytes / 256 elements
@@ -569,6 +571,76 @@ export function dequantizeQ5_0(bytes: Uint8Array, n: number): Float32Array {
   return y;
 }
 
+// ---------------------------------------------------------------- Q4_1, Q5_1
+
+const QK4_1 = 32;
+const Q4_1_BYTES = 20;
+const Q5_1_BYTES = 24;
+
+/** Q4_1 / Q5_1: (max - min) / (2^bits - 1) steps above the block's minimum, rounded half up. */
+function quantizeMinBlocks(x: Float32Array, bits: 4 | 5): Uint8Array {
+  const type = bits === 4 ? 'Q4_1' : 'Q5_1';
+  requireMultiple(x.length, QK4_1, type);
+  const blockBytes = bits === 4 ? Q4_1_BYTES : Q5_1_BYTES;
+  const qs = bits === 4 ? 4 : 8; // offset of the nibbles
+  const nb = x.length / QK4_1;
+  const out = new Uint8Array(nb * blockBytes);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < nb; i++) {
+    const xb = x.subarray(i * QK4_1, (i + 1) * QK4_1);
+    let min = Infinity;
+    let max = -Infinity;
+    for (const v of xb) {
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    const d = f(f(max - min) / ((1 << bits) - 1));
+    const id = d ? f(1 / d) : 0;
+    const at = i * blockBytes;
+    view.setUint16(at, f32ToF16(d), true);
+    view.setUint16(at + 2, f32ToF16(min), true);
+    let qh = 0;
+    for (let j = 0; j < 16; j++) {
+      let xi0 = Math.trunc(f(f(f(xb[j]! - min) * id) + 0.5));
+      let xi1 = Math.trunc(f(f(f(xb[j + 16]! - min) * id) + 0.5));
+      if (bits === 4) {
+        xi0 = Math.min(15, xi0);
+        xi1 = Math.min(15, xi1);
+      } else {
+        qh |= (((xi0 >> 4) & 1) << j) | (((xi1 >> 4) & 1) << (j + 16));
+      }
+      out[at + qs + j] = (xi0 & 0xf) | ((xi1 & 0xf) << 4);
+    }
+    if (bits === 5) view.setUint32(at + 4, qh >>> 0, true);
+  }
+  return out;
+}
+
+function dequantizeMinBlocks(bytes: Uint8Array, n: number, bits: 4 | 5): Float32Array {
+  requireMultiple(n, QK4_1, bits === 4 ? 'Q4_1' : 'Q5_1');
+  const blockBytes = bits === 4 ? Q4_1_BYTES : Q5_1_BYTES;
+  const qs = bits === 4 ? 4 : 8;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  for (let i = 0; i < n / QK4_1; i++) {
+    const at = i * blockBytes;
+    const d = f16ToF32(view.getUint16(at, true));
+    const m = f16ToF32(view.getUint16(at + 2, true));
+    const qh = bits === 5 ? view.getUint32(at + 4, true) : 0;
+    for (let j = 0; j < 16; j++) {
+      const q = bytes[at + qs + j]!;
+      y[i * QK4_1 + j] = f(f(((q & 0xf) | (((qh >>> j) & 1) << 4)) * d) + m);
+      y[i * QK4_1 + j + 16] = f(f(((q >> 4) | (((qh >>> (j + 16)) & 1) << 4)) * d) + m);
+    }
+  }
+  return y;
+}
+
+export const quantizeQ4_1 = (x: Float32Array) => quantizeMinBlocks(x, 4);
+export const quantizeQ5_1 = (x: Float32Array) => quantizeMinBlocks(x, 5);
+export const dequantizeQ4_1 = (bytes: Uint8Array, n: number) => dequantizeMinBlocks(bytes, n, 4);
+export const dequantizeQ5_1 = (bytes: Uint8Array, n: number) => dequantizeMinBlocks(bytes, n, 5);
+
 // ---------------------------------------------------------------- Q2_K, Q3_K, Q5_K
 
 const Q2_K_BYTES = 84;
@@ -819,9 +891,22 @@ export function dequantizeQ5_K(bytes: Uint8Array, n: number): Float32Array {
 
 // ---------------------------------------------------------------- by type name
 
-export type QuantType = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q5_0' | 'Q2_K' | 'Q3_K' | 'Q4_K' | 'Q5_K' | 'Q6_K';
+export type QuantType =
+  | 'F32'
+  | 'F16'
+  | 'BF16'
+  | 'Q8_0'
+  | 'Q4_0'
+  | 'Q4_1'
+  | 'Q5_0'
+  | 'Q5_1'
+  | 'Q2_K'
+  | 'Q3_K'
+  | 'Q4_K'
+  | 'Q5_K'
+  | 'Q6_K';
 
-export const QUANT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K'];
+export const QUANT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K'];
 
 const QUANTIZE: Record<QuantType, (x: Float32Array) => Uint8Array> = {
   F32: quantizeF32,
@@ -829,7 +914,9 @@ const QUANTIZE: Record<QuantType, (x: Float32Array) => Uint8Array> = {
   BF16: quantizeBF16,
   Q8_0: quantizeQ8_0,
   Q4_0: quantizeQ4_0,
+  Q4_1: quantizeQ4_1,
   Q5_0: quantizeQ5_0,
+  Q5_1: quantizeQ5_1,
   Q2_K: quantizeQ2_K,
   Q3_K: quantizeQ3_K,
   Q4_K: quantizeQ4_K,
@@ -843,7 +930,9 @@ const DEQUANTIZE: Record<QuantType, (bytes: Uint8Array, n: number) => Float32Arr
   BF16: dequantizeBF16,
   Q8_0: dequantizeQ8_0,
   Q4_0: dequantizeQ4_0,
+  Q4_1: dequantizeQ4_1,
   Q5_0: dequantizeQ5_0,
+  Q5_1: dequantizeQ5_1,
   Q2_K: dequantizeQ2_K,
   Q3_K: dequantizeQ3_K,
   Q4_K: dequantizeQ4_K,

@@ -28,7 +28,8 @@ bool k_quant(ggml::Type t) {
          t == ggml::Type::kQ5_K || t == ggml::Type::kQ6_K;
 }
 bool quantized(ggml::Type t) {
-  return t == ggml::Type::kQ8_0 || t == ggml::Type::kQ4_0 || t == ggml::Type::kQ5_0 || k_quant(t);
+  return t == ggml::Type::kQ8_0 || t == ggml::Type::kQ4_0 || t == ggml::Type::kQ4_1 ||
+         t == ggml::Type::kQ5_0 || t == ggml::Type::kQ5_1 || k_quant(t);
 }
 
 // One dot product per row and token: y[t * ldy + r] = dot(row r, activation row t).
@@ -85,7 +86,9 @@ void run_item(const WeightMatrix& w, const uint8_t* act, int64_t r0, int64_t r1,
       if (k.gemm_q8_0) return k.gemm_q8_0(cols, wr, rb, nr, a, sa, nt, yr, ld);
       return dots(k.dot_q8_0, cols, wr, rb, nr, a, sa, nt, yr, ld);
     case ggml::Type::kQ4_0: return dots(k.dot_q4_0, cols, wr, rb, nr, a, sa, nt, yr, ld);
+    case ggml::Type::kQ4_1: return dots(k.dot_q4_1, cols, wr, rb, nr, a, sa, nt, yr, ld);
     case ggml::Type::kQ5_0: return dots(k.dot_q5_0, cols, wr, rb, nr, a, sa, nt, yr, ld);
+    case ggml::Type::kQ5_1: return dots(k.dot_q5_1, cols, wr, rb, nr, a, sa, nt, yr, ld);
     case ggml::Type::kQ2_K: return dots(k.dot_q2_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
     case ggml::Type::kQ3_K: return dots(k.dot_q3_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
     case ggml::Type::kQ4_K:

@@ -157,6 +157,42 @@ QUANT_TARGET float dot_q5_0(int64_t n, const BlockQ5_0* w, const BlockQ8A* a) {
   return hsum_ps(acc);
 }
 
+// d * (q . a) + m * (sum of a) for unsigned q in 0..31: maddubs takes q as it is, and the sum of
+// a comes from maddubs against ones; both stay in vectors until the end.
+QUANT_TARGET inline void add_min_block(__m256i qw, const BlockQ8A& a, float d, float m, __m256& acc, __m256& acc_m) {
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+  const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(qw, qa), ones16);
+  const __m256i sa = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), qa), ones16);
+  acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(p), acc);
+  acc_m = _mm256_fmadd_ps(_mm256_set1_ps(m * a.d), _mm256_cvtepi32_ps(sa), acc_m);
+}
+
+QUANT_TARGET float dot_q4_1(int64_t n, const BlockQ4_1* w, const BlockQ8A* a) {
+  const __m256i low = _mm256_set1_epi8(0xF);
+  __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].qs));
+    const __m256i qw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), low);
+    add_min_block(qw, a[i], f16(w[i].d), f16(w[i].m), acc, acc_m);
+  }
+  return hsum_ps(_mm256_add_ps(acc, acc_m));
+}
+
+QUANT_TARGET float dot_q5_1(int64_t n, const BlockQ5_1* w, const BlockQ8A* a) {
+  const __m256i low = _mm256_set1_epi8(0xF), bit4 = _mm256_set1_epi8(0x10);
+  __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].qs));
+    uint32_t qh;
+    std::memcpy(&qh, w[i].qh, 4);
+    const __m256i qw = _mm256_or_si256(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), low),
+                                       _mm256_and_si256(bits_to_bytes(qh), bit4));
+    add_min_block(qw, a[i], f16(w[i].d), f16(w[i].m), acc, acc_m);
+  }
+  return hsum_ps(_mm256_add_ps(acc, acc_m));
+}
+
 // The 32 two-bit values of elements 128h + 32c + l (l < 32) of a Q2_K / Q3_K super-block, given
 // the 32 bytes qs[32h..32h+32): bits 2c of each byte.
 QUANT_TARGET inline __m256i two_bits(__m256i qs, int c) {
@@ -471,7 +507,8 @@ QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* c
 }
 
 const QuantKernels kAvx2{"avx2",       dot_q8_0,     dot_q4_0,      dot_q4_k, dot_q6_k,
-                         dot_q5_0,     dot_q2_k,     dot_q3_k,      dot_q5_k,
+                         dot_q5_0,     dot_q2_k,     dot_q3_k,      dot_q5_k, dot_q4_1,
+                         dot_q5_1,
                          dot_f32,      f16_to_f32,   nullptr,       nullptr,  quantize_q8a,
                          quantize_q8_k, attend,      silu_mul};
 

@@ -103,6 +103,36 @@ float dot_q5_0(int64_t n, const BlockQ5_0* w, const BlockQ8A* a) {
   return sum;
 }
 
+// sum = d * (q . a) + m * (sum of a), per block, times the activation scale
+float dot_q4_1(int64_t n, const BlockQ4_1* w, const BlockQ8A* a) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    int s = 0, sa = 0;
+    for (int l = 0; l < kQK / 2; ++l) {
+      s += (w[i].qs[l] & 0xF) * a[i].qs[l] + (w[i].qs[l] >> 4) * a[i].qs[l + 16];
+      sa += a[i].qs[l] + a[i].qs[l + 16];
+    }
+    sum += a[i].d * (fp16_to_f32(w[i].d) * static_cast<float>(s) + fp16_to_f32(w[i].m) * static_cast<float>(sa));
+  }
+  return sum;
+}
+
+float dot_q5_1(int64_t n, const BlockQ5_1* w, const BlockQ8A* a) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    uint32_t qh;
+    std::memcpy(&qh, w[i].qh, 4);
+    int s = 0, sa = 0;
+    for (int l = 0; l < kQK / 2; ++l) {
+      s += ((w[i].qs[l] & 0xF) | (((qh >> l) & 1) << 4)) * a[i].qs[l];
+      s += ((w[i].qs[l] >> 4) | (((qh >> (l + 16)) & 1) << 4)) * a[i].qs[l + 16];
+      sa += a[i].qs[l] + a[i].qs[l + 16];
+    }
+    sum += a[i].d * (fp16_to_f32(w[i].d) * static_cast<float>(s) + fp16_to_f32(w[i].m) * static_cast<float>(sa));
+  }
+  return sum;
+}
+
 // Element 128h + 32c + l of a Q2_K / Q3_K super-block: bits 2c of qs[32h + l].
 inline int two_bits(const uint8_t* qs, int e) { return (qs[32 * (e >> 7) + (e & 31)] >> (2 * ((e >> 5) & 3))) & 3; }
 
@@ -221,7 +251,8 @@ void silu_mul(float* g, const float* u, int64_t n) {
 }
 
 const QuantKernels kScalar{"scalar",       dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k,
-                           dot_q5_0,       dot_q2_k, dot_q3_k, dot_q5_k, dot_f32,
+                           dot_q5_0,       dot_q2_k, dot_q3_k, dot_q5_k, dot_q4_1,
+                           dot_q5_1,       dot_f32,
                            f16_to_f32,     nullptr,  nullptr,  quantize_row_q8a,
                            quantize_row_q8_k, attend, silu_mul};
 

@@ -3,7 +3,7 @@
 //
 // Dot products: each dot_* returns the dot product of one weight row of n elements with one
 // activation row already quantized to the matching activation format:
-//   Q8_0, Q4_0, Q5_0 weights  x  Q8A activations (32-element blocks);
+//   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights  x  Q8A activations (32-element blocks);
 //   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K weights  x  Q8_K activations (256-element super-blocks).
 // dot_f32 is the plain f32 dot product (F16/BF16 rows are converted to f32 first, F16 with
 // f16_to_f32: F16C on x86).
@@ -32,8 +32,10 @@ namespace platform::cpu {
 using ggml::BlockQ2_K;
 using ggml::BlockQ3_K;
 using ggml::BlockQ4_0;
+using ggml::BlockQ4_1;
 using ggml::BlockQ4_K;
 using ggml::BlockQ5_0;
+using ggml::BlockQ5_1;
 using ggml::BlockQ5_K;
 using ggml::BlockQ6_K;
 using ggml::BlockQ8_0;
@@ -53,6 +55,8 @@ struct QuantKernels {
   float (*dot_q2_k)(int64_t n, const BlockQ2_K* w, const BlockQ8_K* a);
   float (*dot_q3_k)(int64_t n, const BlockQ3_K* w, const BlockQ8_K* a);
   float (*dot_q5_k)(int64_t n, const BlockQ5_K* w, const BlockQ8_K* a);
+  float (*dot_q4_1)(int64_t n, const BlockQ4_1* w, const BlockQ8A* a);
+  float (*dot_q5_1)(int64_t n, const BlockQ5_1* w, const BlockQ8A* a);
   float (*dot_f32)(int64_t n, const float* a, const float* b);
   void (*f16_to_f32)(const uint16_t* src, float* dst, int64_t n);  // F16 weight rows
 
