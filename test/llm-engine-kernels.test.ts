@@ -93,8 +93,10 @@ describe('quantized matmul kernels match the scalar kernels', () => {
     Q4_K: [256, 768],
     Q5_K: [256, 768],
     Q6_K: [256, 512],
+    IQ4_NL: [32, 160],
+    IQ4_XS: [256, 768],
   };
-  for (const type of ['Q8_0', 'Q4_K', 'Q4_0', 'Q6_K', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q5_K'] as QuantType[]) {
+  for (const type of ['Q8_0', 'Q4_K', 'Q4_0', 'Q6_K', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q5_K', 'IQ4_NL', 'IQ4_XS'] as QuantType[]) {
     it(`${type}: tiles and dots at every level, rows x tokens not multiples of the tiles`, () => {
       let seed = 1;
       for (const cols of colsOf[type]!) {
@@ -164,6 +166,8 @@ describe('quantized matmul kernels match the scalar kernels', () => {
       ['Q2_K', 256, 84, [80, 82]],
       ['Q3_K', 256, 110, [108]],
       ['Q5_K', 256, 176, [0, 2]],
+      ['IQ4_NL', 32, 18, [0]],
+      ['IQ4_XS', 256, 136, [0]],
     ];
     for (const [type, blockElems, blockBytes, scaleAt] of layouts) {
       const rows = 5, cols = 512, n = 3;

@@ -14,7 +14,7 @@ const char* ggml_type_name(uint32_t type_id) {
 }
 
 const char* supported_type_names() {
-  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS";
 }
 
 const TypeInfo* type_info(uint32_t type_id) {
@@ -23,7 +23,8 @@ const TypeInfo* type_info(uint32_t type_id) {
       kQ4_1{"Q4_1", kQK, sizeof(BlockQ4_1)}, kQ5_0{"Q5_0", kQK, sizeof(BlockQ5_0)},
       kQ5_1{"Q5_1", kQK, sizeof(BlockQ5_1)}, kQ2_K{"Q2_K", kQK_K, sizeof(BlockQ2_K)},
       kQ3_K{"Q3_K", kQK_K, sizeof(BlockQ3_K)}, kQ4_K{"Q4_K", kQK_K, sizeof(BlockQ4_K)},
-      kQ5_K{"Q5_K", kQK_K, sizeof(BlockQ5_K)}, kQ6_K{"Q6_K", kQK_K, sizeof(BlockQ6_K)};
+      kQ5_K{"Q5_K", kQK_K, sizeof(BlockQ5_K)}, kQ6_K{"Q6_K", kQK_K, sizeof(BlockQ6_K)},
+      kIQ4_NL{"IQ4_NL", kQK, sizeof(BlockIQ4_NL)}, kIQ4_XS{"IQ4_XS", kQK_K, sizeof(BlockIQ4_XS)};
   switch (static_cast<Type>(type_id)) {
     case Type::kF32: return &kF32;
     case Type::kF16: return &kF16;
@@ -38,6 +39,8 @@ const TypeInfo* type_info(uint32_t type_id) {
     case Type::kQ4_K: return &kQ4_K;
     case Type::kQ5_K: return &kQ5_K;
     case Type::kQ6_K: return &kQ6_K;
+    case Type::kIQ4_NL: return &kIQ4_NL;
+    case Type::kIQ4_XS: return &kIQ4_XS;
   }
   return nullptr;
 }
@@ -72,6 +75,33 @@ void dequantize_row(Type type, const void* src, float* dst, int64_t n) {
         for (int l = 0; l < kQK / 2; ++l) {
           dst[i * kQK + l] = d * ((b[i].qs[l] & 0xF) - 8);
           dst[i * kQK + l + 16] = d * ((b[i].qs[l] >> 4) - 8);
+        }
+      }
+      return;
+    }
+    case Type::kIQ4_NL: {
+      const BlockIQ4_NL* b = static_cast<const BlockIQ4_NL*>(src);
+      for (int64_t i = 0; i < n / kQK; ++i) {
+        const float d = fp16_to_f32(b[i].d);
+        for (int l = 0; l < kQK / 2; ++l) {
+          dst[i * kQK + l] = d * kIq4Values[b[i].qs[l] & 0xF];
+          dst[i * kQK + l + 16] = d * kIq4Values[b[i].qs[l] >> 4];
+        }
+      }
+      return;
+    }
+    case Type::kIQ4_XS: {
+      const BlockIQ4_XS* b = static_cast<const BlockIQ4_XS*>(src);
+      for (int64_t i = 0; i < n / kQK_K; ++i) {
+        const float d = fp16_to_f32(b[i].d);
+        for (int j = 0; j < 8; ++j) {
+          const float dl = d * iq4_xs_scale(j, b[i]);
+          const uint8_t* q = b[i].qs + 16 * j;
+          float* y = dst + i * kQK_K + 32 * j;
+          for (int l = 0; l < 16; ++l) {
+            y[l] = dl * kIq4Values[q[l] & 0xF];
+            y[l + 16] = dl * kIq4Values[q[l] >> 4];
+          }
         }
       }
       return;

@@ -6,7 +6,8 @@
 // Weights are stored in blocks: Q8_0 / Q4_0 / Q5_0 hold 32 elements with one f16 scale (Q4_1 /
 // Q5_1 also an f16 min); the
 // K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) hold 256-element super-blocks with 4- to 8-bit
-// sub-block scales (and, for Q2_K / Q4_K / Q5_K, sub-block mins). (The 8-bit activation formats
+// sub-block scales (and, for Q2_K / Q4_K / Q5_K, sub-block mins). IQ4_NL (32 elements, f16 scale)
+// and IQ4_XS (256, with 6-bit sub-block scales) store 4-bit indices into 16 non-linear values. (The 8-bit activation formats
 // the CPU's integer dot products consume are the CPU backend's: backends/cpu/activation_quant.h.)
 #pragma once
 
@@ -29,6 +30,8 @@ enum class Type : uint32_t {
   kQ4_K = 12,
   kQ5_K = 13,
   kQ6_K = 14,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
   kBF16 = 30,
 };
 
@@ -85,6 +88,16 @@ struct BlockQ5_K {
   uint8_t qh[kQK_K / 8];  // bit 4: element 64j + 32h + l is bit 2j + h of qh[l]
   uint8_t qs[kQK_K / 2];  // low 4 bits, as Q4_K's nibbles; value = d * sc * q - dmin * m
 };
+struct BlockIQ4_NL {
+  uint16_t d;           // f16 scale
+  uint8_t qs[kQK / 2];  // indices into kIq4Values, packed as Q4_0's; value = d * kIq4Values[q]
+};
+struct BlockIQ4_XS {
+  uint16_t d;              // f16 super-block scale
+  uint16_t scales_h;       // high 2 bits of sub-block j's 6-bit scale: bits 2j
+  uint8_t scales_l[4];     // low 4 bits of sub-block j's scale: nibble j % 2 of byte j / 2
+  uint8_t qs[kQK_K / 2];   // 8 sub-blocks of 32 packed as IQ4_NL's; value = d * (sc - 32) * kIq4Values[q]
+};
 struct BlockQ6_K {
   uint8_t ql[kQK_K / 2];      // low 4 bits
   uint8_t qh[kQK_K / 4];      // high 2 bits
@@ -102,6 +115,11 @@ static_assert(sizeof(BlockQ3_K) == 110, "ggml layout");
 static_assert(sizeof(BlockQ4_K) == 144, "ggml layout");
 static_assert(sizeof(BlockQ5_K) == 176, "ggml layout");
 static_assert(sizeof(BlockQ6_K) == 210, "ggml layout");
+static_assert(sizeof(BlockIQ4_NL) == 18, "ggml layout");
+static_assert(sizeof(BlockIQ4_XS) == 136, "ggml layout");
+
+// The 16 non-linear values IQ4_NL / IQ4_XS indices select (ggml's kvalues_iq4nl).
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 struct TypeInfo {
   const char* name;
@@ -169,6 +187,11 @@ inline int q3_k_scale(int j, const uint8_t* s) {
   const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
   const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
   return (low | (high << 4)) - 32;
+}
+
+// IQ4_XS sub-block j (0..7): its 6-bit scale minus 32.
+inline int iq4_xs_scale(int j, const BlockIQ4_XS& b) {
+  return (((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
 }
 
 }  // namespace platform::ggml

@@ -65,5 +65,7 @@ int main() {
   bad += check<q::kQ4_K>(rng);
   bad += check<q::kQ5_K>(rng);
   bad += check<q::kQ6_K>(rng);
+  bad += check<q::kIQ4_NL>(rng);
+  bad += check<q::kIQ4_XS>(rng);
   return bad == 0 ? 0 : 1;
 }

@@ -1,5 +1,5 @@
 // Reference quantizers and dequantizers for the tensor types the engine supports (F32, F16, BF16,
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), ported from ggml's ggml-quants.c (`quantize_row_*_ref`,
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS), ported from ggml's ggml-quants.c (`quantize_row_*_ref`,
 // `dequantize_row_*`) with the byte layouts of ggml-common.h:
 //
 //   Q8_0  {f16 d; i8 q[32]}                                   34 bytes / 32 elements
@@ -18,6 +18,10 @@
 //         16 sub-blocks of 16, 6-bit scales offset by 32; 3-bit quants offset by 4
 //   Q5_K  {f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} 176 bytes / 256 elements
 //         Q4_K's sub-blocks and scales with a fifth bit per value in qh
+//   IQ4_NL {f16 d; u8 qs[16]}: Q4_0's nibbles index 16 non-linear values (IQ4_VALUES), y = d * v
+//   IQ4_XS {f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]}     136 bytes / 256 elements
+//         8 IQ4_NL-like sub-blocks of 32 with 6-bit scales offset by 32 (low 4 bits in scales_l,
+//         high 2 in scales_h)
 //
 // Arithmetic is float32 throughout (Math.fround after every operation, nearest_int rounding half
 // to even) so the blocks match ggml's own. A C compiler may contract a*b-c into an FMA, so compare
@@ -889,6 +893,174 @@ export function dequantizeQ5_K(bytes: Uint8Array, n: number): Float32Array {
   return y;
 }
 
+// ---------------------------------------------------------------- IQ4_NL, IQ4_XS
+
+/** The 16 non-linear 4-bit values of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl). */
+export const IQ4_VALUES: readonly number[] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+const IQ4_NL_BYTES = 18;
+const IQ4_XS_BYTES = 136;
+
+/** best_index_int8: the index of the table value nearest x (the lower one on a tie). */
+function bestIndex(x: number): number {
+  const v = IQ4_VALUES;
+  if (x <= v[0]!) return 0;
+  if (x >= v[15]!) return 15;
+  let ml = 0;
+  let mu = 15;
+  while (mu - ml > 1) {
+    const mav = (ml + mu) >> 1;
+    if (x < v[mav]!) mu = mav;
+    else ml = mav;
+  }
+  return f(x - v[mu - 1]!) < f(v[mu]! - x) ? mu - 1 : mu;
+}
+
+/**
+ * quantize_row_iq4_nl_impl without an importance matrix (weights x^2, 7 tries either side): the
+ * scale of each 32-value block by a search over candidate scales; for IQ4_XS (8 blocks) those
+ * scales then go to 6 bits under an f16 super-block scale. Writes the f16 d, the packed values
+ * and (IQ4_XS) the scales into `out` at `at` in the block's layout; returns nothing.
+ */
+function quantizeIq4Block(x: Float32Array, out: Uint8Array, at: number, superBlock: 32 | 256): void {
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  const ntry = 7;
+  const L = new Uint8Array(superBlock);
+  const scales = new Float32Array(superBlock / 32);
+  const weight = new Float32Array(32);
+  let maxScale = 0;
+  let amaxScale = 0;
+  for (let ib = 0; ib < superBlock / 32; ib++) {
+    const xb = x.subarray(32 * ib, 32 * ib + 32);
+    for (let j = 0; j < 32; j++) weight[j] = f(xb[j]! * xb[j]!);
+    let amax = 0;
+    let max = 0;
+    for (let j = 0; j < 32; j++) {
+      const ax = Math.abs(xb[j]!);
+      if (ax > amax) {
+        amax = ax;
+        max = xb[j]!;
+      }
+    }
+    if (amax < f(1e-15)) {
+      scales[ib] = 0;
+      continue;
+    }
+    let d = f(-max / IQ4_VALUES[0]!);
+    let id = f(1 / d);
+    let sumqx = 0;
+    let sumq2 = 0;
+    for (let j = 0; j < 32; j++) {
+      const l = bestIndex(f(id * xb[j]!));
+      L[32 * ib + j] = l;
+      const q = IQ4_VALUES[l]!;
+      sumqx = f(sumqx + f(f(weight[j]! * q) * xb[j]!));
+      sumq2 = f(sumq2 + f(f(weight[j]! * q) * q));
+    }
+    d = sumq2 > 0 ? f(sumqx / sumq2) : 0;
+    let best = f(d * sumqx);
+    for (let itry = -ntry; itry <= ntry; itry++) {
+      id = f((itry + IQ4_VALUES[0]!) / max);
+      sumqx = 0;
+      sumq2 = 0;
+      for (let j = 0; j < 32; j++) {
+        const q = IQ4_VALUES[bestIndex(f(id * xb[j]!))]!;
+        sumqx = f(sumqx + f(f(weight[j]! * q) * xb[j]!));
+        sumq2 = f(sumq2 + f(f(weight[j]! * q) * q));
+      }
+      if (sumq2 > 0 && f(sumqx * sumqx) > f(best * sumq2)) {
+        d = f(sumqx / sumq2);
+        best = f(d * sumqx);
+      }
+    }
+    scales[ib] = d;
+    if (Math.abs(d) > amaxScale) {
+      amaxScale = Math.abs(d);
+      maxScale = d;
+    }
+  }
+  if (superBlock === 256) {
+    // {f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]}
+    const d = f(-maxScale / 32);
+    view.setUint16(at, f32ToF16(d), true);
+    const id = d ? f(1 / d) : 0;
+    let scalesH = 0;
+    for (let ib = 0; ib < 8; ib++) {
+      const l = clamp(nearestInt(f(id * scales[ib]!)), -32, 31);
+      const dl = f(d * l);
+      const idl = dl ? f(1 / dl) : 0;
+      for (let j = 0; j < 32; j++) L[32 * ib + j] = bestIndex(f(idl * x[32 * ib + j]!));
+      const ls = l + 32;
+      if (ib % 2 === 0) out[at + 4 + ib / 2] = ls & 0xf;
+      else out[at + 4 + (ib >> 1)]! |= (ls & 0xf) << 4;
+      scalesH |= (ls >> 4) << (2 * ib);
+    }
+    view.setUint16(at + 2, scalesH, true);
+  } else {
+    view.setUint16(at, f32ToF16(scales[0]!), true);
+    const id = scales[0] ? f(1 / scales[0]!) : 0;
+    for (let j = 0; j < 32; j++) L[j] = bestIndex(f(id * x[j]!));
+  }
+  const qs = at + (superBlock === 256 ? 8 : 2);
+  for (let i = 0; i < superBlock / 32; i++) {
+    for (let j = 0; j < 16; j++) out[qs + 16 * i + j] = L[32 * i + j]! | (L[32 * i + 16 + j]! << 4);
+  }
+}
+
+export function quantizeIQ4_NL(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, 32, 'IQ4_NL');
+  const out = new Uint8Array((x.length / 32) * IQ4_NL_BYTES);
+  for (let i = 0; i < x.length / 32; i++) quantizeIq4Block(x.subarray(32 * i, 32 * i + 32), out, i * IQ4_NL_BYTES, 32);
+  return out;
+}
+
+export function quantizeIQ4_XS(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, QK_K, 'IQ4_XS');
+  const out = new Uint8Array((x.length / QK_K) * IQ4_XS_BYTES);
+  for (let i = 0; i < x.length / QK_K; i++) quantizeIq4Block(x.subarray(QK_K * i, QK_K * (i + 1)), out, i * IQ4_XS_BYTES, 256);
+  return out;
+}
+
+export function dequantizeIQ4_NL(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, 32, 'IQ4_NL');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  for (let i = 0; i < n / 32; i++) {
+    const at = i * IQ4_NL_BYTES;
+    const d = f16ToF32(view.getUint16(at, true));
+    for (let j = 0; j < 16; j++) {
+      y[32 * i + j] = f(d * IQ4_VALUES[bytes[at + 2 + j]! & 0xf]!);
+      y[32 * i + j + 16] = f(d * IQ4_VALUES[bytes[at + 2 + j]! >> 4]!);
+    }
+  }
+  return y;
+}
+
+/** Scale of sub-block ib (0..7) of an IQ4_XS block at `at`, minus 32. */
+export function iq4XsScale(ib: number, bytes: Uint8Array, at: number): number {
+  const low = (bytes[at + 4 + (ib >> 1)]! >> (4 * (ib % 2))) & 0xf;
+  const high = ((bytes[at + 2]! | (bytes[at + 3]! << 8)) >> (2 * ib)) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+export function dequantizeIQ4_XS(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, QK_K, 'IQ4_XS');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const y = new Float32Array(n);
+  for (let i = 0; i < n / QK_K; i++) {
+    const at = i * IQ4_XS_BYTES;
+    const d = f16ToF32(view.getUint16(at, true));
+    for (let ib = 0; ib < 8; ib++) {
+      const dl = f(d * iq4XsScale(ib, bytes, at));
+      const qs = at + 8 + 16 * ib;
+      for (let j = 0; j < 16; j++) {
+        y[QK_K * i + 32 * ib + j] = f(dl * IQ4_VALUES[bytes[qs + j]! & 0xf]!);
+        y[QK_K * i + 32 * ib + j + 16] = f(dl * IQ4_VALUES[bytes[qs + j]! >> 4]!);
+      }
+    }
+  }
+  return y;
+}
+
 // ---------------------------------------------------------------- by type name
 
 export type QuantType =
@@ -904,9 +1076,11 @@ export type QuantType =
   | 'Q3_K'
   | 'Q4_K'
   | 'Q5_K'
-  | 'Q6_K';
+  | 'Q6_K'
+  | 'IQ4_NL'
+  | 'IQ4_XS';
 
-export const QUANT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K'];
+export const QUANT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL', 'IQ4_XS'];
 
 const QUANTIZE: Record<QuantType, (x: Float32Array) => Uint8Array> = {
   F32: quantizeF32,
@@ -922,6 +1096,8 @@ const QUANTIZE: Record<QuantType, (x: Float32Array) => Uint8Array> = {
   Q4_K: quantizeQ4_K,
   Q5_K: quantizeQ5_K,
   Q6_K: quantizeQ6_K,
+  IQ4_NL: quantizeIQ4_NL,
+  IQ4_XS: quantizeIQ4_XS,
 };
 
 const DEQUANTIZE: Record<QuantType, (bytes: Uint8Array, n: number) => Float32Array> = {
@@ -938,6 +1114,8 @@ const DEQUANTIZE: Record<QuantType, (bytes: Uint8Array, n: number) => Float32Arr
   Q4_K: dequantizeQ4_K,
   Q5_K: dequantizeQ5_K,
   Q6_K: dequantizeQ6_K,
+  IQ4_NL: dequantizeIQ4_NL,
+  IQ4_XS: dequantizeIQ4_XS,
 };
 
 /** Encodes float data as `type` blocks (the length must be a multiple of the block size). */

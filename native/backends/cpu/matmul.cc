@@ -22,14 +22,15 @@ int threads_for(const WeightMatrix& w, int64_t n, int max_threads) {
 }
 
 // Weights with an integer dot product against 8-bit activations: Q8A (32-element blocks) or Q8_K
-// (256-element super-blocks, the K-quants).
-bool k_quant(ggml::Type t) {
+// (256-element super-blocks: the K-quants and IQ4_XS).
+bool q8_k_activations(ggml::Type t) {
   return t == ggml::Type::kQ2_K || t == ggml::Type::kQ3_K || t == ggml::Type::kQ4_K ||
-         t == ggml::Type::kQ5_K || t == ggml::Type::kQ6_K;
+         t == ggml::Type::kQ5_K || t == ggml::Type::kQ6_K || t == ggml::Type::kIQ4_XS;
 }
 bool quantized(ggml::Type t) {
   return t == ggml::Type::kQ8_0 || t == ggml::Type::kQ4_0 || t == ggml::Type::kQ4_1 ||
-         t == ggml::Type::kQ5_0 || t == ggml::Type::kQ5_1 || k_quant(t);
+         t == ggml::Type::kQ5_0 || t == ggml::Type::kQ5_1 || t == ggml::Type::kIQ4_NL ||
+         q8_k_activations(t);
 }
 
 // One dot product per row and token: y[t * ldy + r] = dot(row r, activation row t).
@@ -79,8 +80,8 @@ void run_item(const WeightMatrix& w, const uint8_t* act, int64_t r0, int64_t r1,
   const int64_t nr = r1 - r0, nt = t1 - t0;
   // act holds Q8A rows for the 32-element block types, Q8_K rows for the K-quants
   const int64_t sa = cols / kQK, sk = cols / kQK_K, rb = w.row_bytes, ld = w.rows;
-  const auto* a = k_quant(w.type) ? nullptr : reinterpret_cast<const BlockQ8A*>(act) + t0 * sa;
-  const auto* ak = k_quant(w.type) ? reinterpret_cast<const BlockQ8_K*>(act) + t0 * sk : nullptr;
+  const auto* a = q8_k_activations(w.type) ? nullptr : reinterpret_cast<const BlockQ8A*>(act) + t0 * sa;
+  const auto* ak = q8_k_activations(w.type) ? reinterpret_cast<const BlockQ8_K*>(act) + t0 * sk : nullptr;
   switch (w.type) {
     case ggml::Type::kQ8_0:
       if (k.gemm_q8_0) return k.gemm_q8_0(cols, wr, rb, nr, a, sa, nt, yr, ld);
@@ -96,6 +97,8 @@ void run_item(const WeightMatrix& w, const uint8_t* act, int64_t r0, int64_t r1,
       return dots(k.dot_q4_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
     case ggml::Type::kQ5_K: return dots(k.dot_q5_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
     case ggml::Type::kQ6_K: return dots(k.dot_q6_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
+    case ggml::Type::kIQ4_NL: return dots(k.dot_iq4_nl, cols, wr, rb, nr, a, sa, nt, yr, ld);
+    case ggml::Type::kIQ4_XS: return dots(k.dot_iq4_xs, cols, wr, rb, nr, ak, sk, nt, yr, ld);
     default:
       return;
   }
@@ -141,7 +144,7 @@ void matmul_multi(const WeightMatrix* const* ws, float* const* ys, int count, co
       matmul_float(w, x, n, ys[i], ctx);
       continue;
     }
-    (k_quant(w.type) ? need_k : need_a) = true;
+    (q8_k_activations(w.type) ? need_k : need_a) = true;
     work += w.rows * w.cols * n;
   }
   if (!need_a && !need_k) return;
@@ -191,7 +194,7 @@ void matmul_multi(const WeightMatrix* const* ws, float* const* ys, int count, co
     const int64_t r0 = (in_chunk - spans[s].first_item) * group;
     const int64_t r1 = std::min(w.rows, r0 + group);
     const int64_t t0 = c * tc, t1 = std::min(n, t0 + tc);
-    run_item(w, k_quant(w.type) ? ctx.act_k.data() : ctx.act.data(), r0, r1, t0, t1, ys[spans[s].m], k);
+    run_item(w, q8_k_activations(w.type) ? ctx.act_k.data() : ctx.act.data(), r0, r1, t0, t1, ys[spans[s].m], k);
   });
 }
 

@@ -133,6 +133,34 @@ float dot_q5_1(int64_t n, const BlockQ5_1* w, const BlockQ8A* a) {
   return sum;
 }
 
+float dot_iq4_nl(int64_t n, const BlockIQ4_NL* w, const BlockQ8A* a) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    int s = 0;
+    for (int l = 0; l < kQK / 2; ++l) {
+      s += kIq4Values[w[i].qs[l] & 0xF] * a[i].qs[l] + kIq4Values[w[i].qs[l] >> 4] * a[i].qs[l + 16];
+    }
+    sum += fp16_to_f32(w[i].d) * a[i].d * static_cast<float>(s);
+  }
+  return sum;
+}
+
+float dot_iq4_xs(int64_t n, const BlockIQ4_XS* w, const BlockQ8_K* a) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < 8; ++j) {
+      const uint8_t* q = w[i].qs + 16 * j;
+      const int8_t* y = a[i].qs + 32 * j;
+      int s = 0;
+      for (int l = 0; l < 16; ++l) s += kIq4Values[q[l] & 0xF] * y[l] + kIq4Values[q[l] >> 4] * y[l + 16];
+      sumi += iq4_xs_scale(j, w[i]) * s;
+    }
+    sum += fp16_to_f32(w[i].d) * a[i].d * static_cast<float>(sumi);
+  }
+  return sum;
+}
+
 // Element 128h + 32c + l of a Q2_K / Q3_K super-block: bits 2c of qs[32h + l].
 inline int two_bits(const uint8_t* qs, int e) { return (qs[32 * (e >> 7) + (e & 31)] >> (2 * ((e >> 5) & 3))) & 3; }
 
@@ -252,7 +280,7 @@ void silu_mul(float* g, const float* u, int64_t n) {
 
 const QuantKernels kScalar{"scalar",       dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k,
                            dot_q5_0,       dot_q2_k, dot_q3_k, dot_q5_k, dot_q4_1,
-                           dot_q5_1,       dot_f32,
+                           dot_q5_1,       dot_iq4_nl, dot_iq4_xs, dot_f32,
                            f16_to_f32,     nullptr,  nullptr,  quantize_row_q8a,
                            quantize_row_q8_k, attend, silu_mul};
 

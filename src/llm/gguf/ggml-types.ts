@@ -112,6 +112,8 @@ export const ENGINE_TENSOR_TYPES: readonly GgmlTypeName[] = [
   'Q4_K',
   'Q5_K',
   'Q6_K',
+  'IQ4_NL',
+  'IQ4_XS',
 ];
 
 /** The traits of a type id, or undefined for an id ggml does not (or no longer) define. */

@@ -29,7 +29,9 @@ bool matmul_supports(int type) {
     case quant::kQ2_K:
     case quant::kQ3_K:
     case quant::kQ5_K:
-    case quant::kQ6_K: return true;
+    case quant::kQ6_K:
+    case quant::kIQ4_NL:
+    case quant::kIQ4_XS: return true;
     default: return false;
   }
 }

@@ -21,8 +21,11 @@
 //   Q3_K 110 B / 256: hmask[32], qs[64] (low 2 bits), scales[12] (6-bit, offset 32), f16 d;
 //                     w = d * (sc - 32) * (q - 4)
 //   Q5_K 176 B / 256: f16 d, f16 dmin, scales[12] as Q4_K, qh[32], qs[128]; Q4_K's w with 5-bit q
-// Blocks are only 2-byte aligned (34, 18, 210, 22, 110 bytes), so Q8_0 / Q4_0 / Q6_K / Q5_0 / Q3_K
-// data is read with 16-bit loads; Q4_1 (20 B) and Q2_K (84 B) blocks are 4-byte aligned, Q5_1
+//   IQ4_NL 18 B / 32: f16 d, qs[16] as Q4_0 (indices);            w = d * kIq4Values[q]
+//   IQ4_XS 136 B / 256: f16 d, u16 scales_h, scales_l[4], qs[128] (8 IQ4_NL-like sub-blocks);
+//                     w = d * (sc - 32) * kIq4Values[q]
+// Blocks are only 2-byte aligned (34, 18, 210, 22, 110, 18 bytes), so Q8_0 / Q4_0 / Q6_K / Q5_0 /
+// Q3_K / IQ4_NL data is read with 16-bit loads; IQ4_XS (136 B) blocks are 8-byte aligned; Q4_1 (20 B) and Q2_K (84 B) blocks are 4-byte aligned, Q5_1
 // (24 B) 8-byte, Q4_K (144 B) and Q5_K (176 B) rows and blocks 16-byte aligned. F32 / F16 / BF16 use 16-byte
 // loads, which needs row_bytes % 16 == 0 (the launchers check it and otherwise use per-element
 // element1()).
@@ -62,6 +65,8 @@ constexpr int kQ5_1 = static_cast<int>(ggml::Type::kQ5_1);
 constexpr int kQ2_K = static_cast<int>(ggml::Type::kQ2_K);
 constexpr int kQ3_K = static_cast<int>(ggml::Type::kQ3_K);
 constexpr int kQ5_K = static_cast<int>(ggml::Type::kQ5_K);
+constexpr int kIQ4_NL = static_cast<int>(ggml::Type::kIQ4_NL);
+constexpr int kIQ4_XS = static_cast<int>(ggml::Type::kIQ4_XS);
 
 // ---- loads (read-only path on the device) --------------------------------------------------
 
@@ -507,6 +512,68 @@ struct Codec<kQ5_K> {
     const float d = f16_to_f32(r.dd & 0xFFFFu), dmin = f16_to_f32(r.dd >> 16);
     w.d = d * static_cast<float>(sc);
     w.o = -(dmin * static_cast<float>(m));
+    return w;
+  }
+};
+
+// kIq4Values[i] + 128 (0..255) for the four indices in the low nibbles of the bytes of `nib`,
+// packed as bytes; the table lives in two immediates, so no memory is read on the device.
+PLATFORM_QD uint32_t iq4_biased(uint32_t nib) {
+  constexpr uint64_t kLow = 0x766A5D4F3F2D1801ull;   // kIq4Values[0..7] + 128, byte i = value i
+  constexpr uint64_t kHigh = 0xF1D9C5B5A6998D81ull;  // kIq4Values[8..15] + 128
+  uint32_t out = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t q = (nib >> (8 * i)) & 0xFu;
+    const uint64_t t = q < 8 ? kLow : kHigh;
+    out |= static_cast<uint32_t>((t >> (8 * (q & 7))) & 0xFFu) << (8 * i);
+  }
+  return out;
+}
+
+// IQ4_NL block (18 B): [0,2) f16 d, [2,18) qs as Q4_0's, indices into kIq4Values.
+template <>
+struct Codec<kIQ4_NL> {
+  static constexpr int kBlockBytes = 18;
+  static constexpr bool kHasOffset = false;
+  struct Raw { uint32_t d, q0, q1; };
+  PLATFORM_QD static Raw load_raw(const uint8_t* row, int64_t k) {
+    const uint8_t* blk = row + (k >> 5) * kBlockBytes;
+    const uint8_t* qs = blk + 2 + (k & 15);
+    return {ld_u16(blk), ld_u32_a2(qs), ld_u32_a2(qs + 4)};
+  }
+  PLATFORM_QD static W8 decode(const Raw& r, int64_t k) {
+    W8 w;
+    const int shift = (k & 16) ? 4 : 0;
+    bytes_to_q<128>(iq4_biased((r.q0 >> shift) & 0x0F0F0F0Fu), iq4_biased((r.q1 >> shift) & 0x0F0F0F0Fu), w.q);
+    w.d = f16_to_f32(r.d);
+    w.o = 0.0f;
+    return w;
+  }
+};
+
+// IQ4_XS super-block (136 B): [0,2) f16 d, [2,4) scales_h, [4,8) scales_l, [8,136) qs: sub-block
+// j = e / 32 has IQ4_NL's layout at qs[16j..]; its scale is (nibble j % 2 of scales_l[j / 2]) |
+// (bits 2j of scales_h) << 4, minus 32 (ggml::iq4_xs_scale).
+template <>
+struct Codec<kIQ4_XS> {
+  static constexpr int kBlockBytes = 136;
+  static constexpr bool kHasOffset = false;
+  struct Raw { uint32_t dh, sl, q0, q1; };  // dh: d | scales_h << 16
+  PLATFORM_QD static Raw load_raw(const uint8_t* row, int64_t k) {
+    const uint8_t* blk = row + (k >> 8) * kBlockBytes;
+    const int e = static_cast<int>(k & 255);
+    const uint2 q = ld_u64(blk + 8 + 16 * (e >> 5) + (e & 15));
+    return {ld_u32(blk), ld_u32(blk + 4), q.x, q.y};
+  }
+  PLATFORM_QD static W8 decode(const Raw& r, int64_t k) {
+    W8 w;
+    const int e = static_cast<int>(k & 255), j = e >> 5;
+    const int shift = (e & 16) ? 4 : 0;
+    bytes_to_q<128>(iq4_biased((r.q0 >> shift) & 0x0F0F0F0Fu), iq4_biased((r.q1 >> shift) & 0x0F0F0F0Fu), w.q);
+    const int low = (r.sl >> (4 * j)) & 0xF, high = (r.dh >> (16 + 2 * j)) & 3;
+    w.d = f16_to_f32(r.dh & 0xFFFFu) * static_cast<float>((low | (high << 4)) - 32);
+    w.o = 0.0f;
     return w;
   }
 };
