@@ -25,7 +25,7 @@ describe.skipIf(!hasNvcc)('CUDA block decoders on the host', () => {
       ], { stdio: ['ignore', 'ignore', 'pipe'] });
       const run = spawnSync(exe, { encoding: 'utf8' });
       const lines = run.stdout.trim().split('\n').map((l) => l.split(' '));
-      expect(lines.map(([name]) => name)).toEqual(['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL', 'IQ4_XS']);
+      expect(lines.map(([name]) => name)).toEqual(['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL', 'IQ4_XS', 'MXFP4']);
       for (const [name, bad, values] of lines) expect(`${name}: ${bad} mismatches of ${values}`).toBe(`${name}: 0 mismatches of ${values}`);
       expect(run.status, run.stderr).toBe(0);
     } finally {

@@ -105,7 +105,7 @@ describe('cuda where it cannot run', () => {
 //    of order 1).
 const TOLERANCE: Record<QuantType, number> = {
   F32: 1e-2, F16: 1e-2, BF16: 1e-2, Q8_0: 6e-2, Q4_0: 6e-2, Q4_1: 6e-2, Q5_0: 6e-2, Q5_1: 6e-2, Q2_K: 6e-2, Q3_K: 6e-2, Q4_K: 6e-2, Q5_K: 6e-2, Q6_K: 6e-2,
-  IQ4_NL: 6e-2, IQ4_XS: 6e-2,
+  IQ4_NL: 6e-2, IQ4_XS: 6e-2, MXFP4: 6e-2,
 };
 const wide = { vocab: plainVocab(64), nEmbd: 256, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 512 } as const;
 

@@ -95,8 +95,9 @@ describe('quantized matmul kernels match the scalar kernels', () => {
     Q6_K: [256, 512],
     IQ4_NL: [32, 160],
     IQ4_XS: [256, 768],
+    MXFP4: [32, 160],
   };
-  for (const type of ['Q8_0', 'Q4_K', 'Q4_0', 'Q6_K', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q5_K', 'IQ4_NL', 'IQ4_XS'] as QuantType[]) {
+  for (const type of ['Q8_0', 'Q4_K', 'Q4_0', 'Q6_K', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q5_K', 'IQ4_NL', 'IQ4_XS', 'MXFP4'] as QuantType[]) {
     it(`${type}: tiles and dots at every level, rows x tokens not multiples of the tiles`, () => {
       let seed = 1;
       for (const cols of colsOf[type]!) {
@@ -168,6 +169,7 @@ describe('quantized matmul kernels match the scalar kernels', () => {
       ['Q5_K', 256, 176, [0, 2]],
       ['IQ4_NL', 32, 18, [0]],
       ['IQ4_XS', 256, 136, [0]],
+      ['MXFP4', 32, 17, []], // its E8M0 exponent byte is set below
     ];
     for (const [type, blockElems, blockBytes, scaleAt] of layouts) {
       const rows = 5, cols = 512, n = 3;
@@ -176,6 +178,7 @@ describe('quantized matmul kernels match the scalar kernels', () => {
       for (let b = 0; b < weights.length / blockBytes; b++) {
         const v = new DataView(weights.buffer, b * blockBytes, blockBytes);
         for (const at of scaleAt) v.setUint16(at, f32ToF16(0.001 + r() * 0.004), true);
+        if (type === 'MXFP4') weights[b * blockBytes] = 118 + Math.floor(r() * 8); // scales 2^-10 .. 2^-3
       }
       const x = randomVector(n * cols, 79);
       const c: Case = { type, rows, cols, n };

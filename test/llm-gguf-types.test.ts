@@ -22,7 +22,7 @@ const DATA = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'data');
 describe('the GGML type table', () => {
   it('the engine supports the types the README lists, which the catalogue calls loadable', () => {
     expect(engineTypes.map((t) => t.name).sort()).toEqual(
-      ['BF16', 'F16', 'F32', 'IQ4_NL', 'IQ4_XS', 'Q2_K', 'Q3_K', 'Q4_0', 'Q4_1', 'Q4_K', 'Q5_0', 'Q5_1', 'Q5_K', 'Q6_K', 'Q8_0'].sort(),
+      ['BF16', 'F16', 'F32', 'IQ4_NL', 'IQ4_XS', 'MXFP4', 'Q2_K', 'Q3_K', 'Q4_0', 'Q4_1', 'Q4_K', 'Q5_0', 'Q5_1', 'Q5_K', 'Q6_K', 'Q8_0'].sort(),
     );
     expect([...ENGINE_TENSOR_TYPES].sort()).toEqual(engineTypes.map((t) => t.name).sort());
   });

@@ -154,7 +154,7 @@ describe('quantization error', () => {
   // reference quantizer fits each 16 values by their mean absolute error, hence its 0.3.
   const bound: Record<QuantType, number> = {
     F32: 0, F16: 1e-3, BF16: 5e-3, Q8_0: 1e-2, Q6_K: 3e-2, Q5_1: 0.045, Q5_K: 0.045, Q5_0: 0.05, Q4_1: 0.09, Q4_K: 0.09, Q4_0: 0.11,
-    Q3_K: 0.17, Q2_K: 0.32, IQ4_NL: 0.085, IQ4_XS: 0.085,
+    Q3_K: 0.17, Q2_K: 0.32, IQ4_NL: 0.085, IQ4_XS: 0.085, MXFP4: 0.12,
   };
 
   for (const type of QUANT_TYPES) {

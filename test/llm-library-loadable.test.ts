@@ -13,7 +13,7 @@ import { tinyModel, writeGguf, type GgufWriteSpec } from './helpers/gguf-writer.
 import { spmVocab } from './helpers/llm-models.js';
 import { tempDir } from './helpers/paths.js';
 
-const SUPPORTED = 'F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS';
+const SUPPORTED = 'F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4';
 let host: ChildHost;
 let env: Record<string, string>;
 let modelsDir: string;

@@ -1,4 +1,4 @@
-// The newer GGUF tensor types (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS) end to end:
+// The newer GGUF tensor types (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4) end to end:
 // small random llama / qwen2 models with their matrices in each type load through the real
 // engine, and their logits at every position match the f64 reference (test/helpers/
 // llm-reference.ts) run on the dequantized weights, at the scalar level and the best SIMD level of
@@ -7,7 +7,7 @@
 //
 // Tolerance (max |engine - reference| / max |reference| over all positions' logits): the
 // reference sees the same dequantized weights, so the one difference is the engine's 8-bit
-// activations (Q8A per 32 values for Q4_1 / Q5_0 / Q5_1 / IQ4_NL, Q8_K per 256 for the K-quants
+// activations (Q8A per 32 values for Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4, Q8_K per 256 for the K-quants
 // and IQ4_XS), about 2^-8 relative per element, which compounds over the 7 matmuls of each layer
 // to a few percent (observed 1.6-3.5% here, seeds 31 and 32). 5e-2 is the bound
 // test/llm-engine-forward.test.ts uses for the older types; a wrong layout, scale or bit order
@@ -93,7 +93,7 @@ async function check(m: ReturnType<typeof build>, tokens: number[]) {
 const wide = { vocab: plainVocab(VOCAB), nEmbd: 256, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 512 } as const;
 const isMatrix = (t: GgufWriteTensor) => t.dims.length === 2;
 
-describe.each(['Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q5_K', 'IQ4_NL', 'IQ4_XS'] as QuantType[])('%s weights', (type) => {
+describe.each(['Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q5_K', 'IQ4_NL', 'IQ4_XS', 'MXFP4'] as QuantType[])('%s weights', (type) => {
   it(`every matrix and the token embeddings in ${type}: logits match the reference within ${TOLERANCE}`, async () => {
     const arch = ['Q5_0', 'Q3_K', 'Q5_1', 'IQ4_XS'].includes(type) ? 'qwen2' : 'llama';
     const m = build({ ...wide, arch, seed: 31 }, (t) => (isMatrix(t) ? type : undefined));

@@ -14,7 +14,7 @@ const char* ggml_type_name(uint32_t type_id) {
 }
 
 const char* supported_type_names() {
-  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS";
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4";
 }
 
 const TypeInfo* type_info(uint32_t type_id) {
@@ -24,7 +24,8 @@ const TypeInfo* type_info(uint32_t type_id) {
       kQ5_1{"Q5_1", kQK, sizeof(BlockQ5_1)}, kQ2_K{"Q2_K", kQK_K, sizeof(BlockQ2_K)},
       kQ3_K{"Q3_K", kQK_K, sizeof(BlockQ3_K)}, kQ4_K{"Q4_K", kQK_K, sizeof(BlockQ4_K)},
       kQ5_K{"Q5_K", kQK_K, sizeof(BlockQ5_K)}, kQ6_K{"Q6_K", kQK_K, sizeof(BlockQ6_K)},
-      kIQ4_NL{"IQ4_NL", kQK, sizeof(BlockIQ4_NL)}, kIQ4_XS{"IQ4_XS", kQK_K, sizeof(BlockIQ4_XS)};
+      kIQ4_NL{"IQ4_NL", kQK, sizeof(BlockIQ4_NL)}, kIQ4_XS{"IQ4_XS", kQK_K, sizeof(BlockIQ4_XS)},
+      kMXFP4{"MXFP4", kQK, sizeof(BlockMXFP4)};
   switch (static_cast<Type>(type_id)) {
     case Type::kF32: return &kF32;
     case Type::kF16: return &kF16;
@@ -41,6 +42,7 @@ const TypeInfo* type_info(uint32_t type_id) {
     case Type::kQ6_K: return &kQ6_K;
     case Type::kIQ4_NL: return &kIQ4_NL;
     case Type::kIQ4_XS: return &kIQ4_XS;
+    case Type::kMXFP4: return &kMXFP4;
   }
   return nullptr;
 }
@@ -75,6 +77,17 @@ void dequantize_row(Type type, const void* src, float* dst, int64_t n) {
         for (int l = 0; l < kQK / 2; ++l) {
           dst[i * kQK + l] = d * ((b[i].qs[l] & 0xF) - 8);
           dst[i * kQK + l + 16] = d * ((b[i].qs[l] >> 4) - 8);
+        }
+      }
+      return;
+    }
+    case Type::kMXFP4: {
+      const BlockMXFP4* b = static_cast<const BlockMXFP4*>(src);
+      for (int64_t i = 0; i < n / kQK; ++i) {
+        const float d = e8m0_half(b[i].e);
+        for (int l = 0; l < kQK / 2; ++l) {
+          dst[i * kQK + l] = kMxfp4Values[b[i].qs[l] & 0xF] * d;
+          dst[i * kQK + l + 16] = kMxfp4Values[b[i].qs[l] >> 4] * d;
         }
       }
       return;

@@ -7,7 +7,8 @@
 // Q5_1 also an f16 min); the
 // K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) hold 256-element super-blocks with 4- to 8-bit
 // sub-block scales (and, for Q2_K / Q4_K / Q5_K, sub-block mins). IQ4_NL (32 elements, f16 scale)
-// and IQ4_XS (256, with 6-bit sub-block scales) store 4-bit indices into 16 non-linear values. (The 8-bit activation formats
+// and IQ4_XS (256, with 6-bit sub-block scales) store 4-bit indices into 16 non-linear values;
+// MXFP4 (gpt-oss) 32 FP4 E2M1 values under a power-of-two (E8M0) scale. (The 8-bit activation formats
 // the CPU's integer dot products consume are the CPU backend's: backends/cpu/activation_quant.h.)
 #pragma once
 
@@ -33,6 +34,7 @@ enum class Type : uint32_t {
   kIQ4_NL = 20,
   kIQ4_XS = 23,
   kBF16 = 30,
+  kMXFP4 = 39,
 };
 
 constexpr int kQK = 32;     // Q8_0 / Q4_0 block
@@ -98,6 +100,10 @@ struct BlockIQ4_XS {
   uint8_t scales_l[4];     // low 4 bits of sub-block j's scale: nibble j % 2 of byte j / 2
   uint8_t qs[kQK_K / 2];   // 8 sub-blocks of 32 packed as IQ4_NL's; value = d * (sc - 32) * kIq4Values[q]
 };
+struct BlockMXFP4 {
+  uint8_t e;            // E8M0 scale exponent: 2^(e - 127)
+  uint8_t qs[kQK / 2];  // FP4 E2M1 codes packed as Q4_0's; value = e8m0_half(e) * kMxfp4Values[q]
+};
 struct BlockQ6_K {
   uint8_t ql[kQK_K / 2];      // low 4 bits
   uint8_t qh[kQK_K / 4];      // high 2 bits
@@ -117,6 +123,7 @@ static_assert(sizeof(BlockQ5_K) == 176, "ggml layout");
 static_assert(sizeof(BlockQ6_K) == 210, "ggml layout");
 static_assert(sizeof(BlockIQ4_NL) == 18, "ggml layout");
 static_assert(sizeof(BlockIQ4_XS) == 136, "ggml layout");
+static_assert(sizeof(BlockMXFP4) == 17, "ggml layout");
 
 // The 16 non-linear values IQ4_NL / IQ4_XS indices select (ggml's kvalues_iq4nl).
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
@@ -187,6 +194,18 @@ inline int q3_k_scale(int j, const uint8_t* s) {
   const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
   const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
   return (low | (high << 4)) - 32;
+}
+
+// The FP4 E2M1 values doubled (so that they are integers), as ggml's kvalues_mxfp4: the block
+// scale is halved to match (e8m0_half).
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(e - 128): half of the E8M0 scale 2^(e - 127), the subnormals for e < 2 included.
+inline float e8m0_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e - 1) << 23);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 // IQ4_XS sub-block j (0..7): its 6-bit scale minus 32.

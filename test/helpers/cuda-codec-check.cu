@@ -67,5 +67,6 @@ int main() {
   bad += check<q::kQ6_K>(rng);
   bad += check<q::kIQ4_NL>(rng);
   bad += check<q::kIQ4_XS>(rng);
+  bad += check<q::kMXFP4>(rng);
   return bad == 0 ? 0 : 1;
 }

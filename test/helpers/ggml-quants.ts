@@ -1,5 +1,5 @@
 // Reference quantizers and dequantizers for the tensor types the engine supports (F32, F16, BF16,
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS), ported from ggml's ggml-quants.c (`quantize_row_*_ref`,
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4), ported from ggml's ggml-quants.c (`quantize_row_*_ref`,
 // `dequantize_row_*`) with the byte layouts of ggml-common.h:
 //
 //   Q8_0  {f16 d; i8 q[32]}                                   34 bytes / 32 elements
@@ -22,6 +22,8 @@
 //   IQ4_XS {f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]}     136 bytes / 256 elements
 //         8 IQ4_NL-like sub-blocks of 32 with 6-bit scales offset by 32 (low 4 bits in scales_l,
 //         high 2 in scales_h)
+//   MXFP4 {u8 e; u8 qs[16]}: E8M0 exponent, FP4 E2M1 codes packed as Q4_0's (MXFP4_VALUES are the
+//         E2M1 values doubled), y = 2^(e - 128) * v                17 bytes / 32 elements
 //
 // Arithmetic is float32 throughout (Math.fround after every operation, nearest_int rounding half
 // to even) so the blocks match ggml's own. A C compiler may contract a*b-c into an FMA, so compare
@@ -1061,6 +1063,59 @@ export function dequantizeIQ4_XS(bytes: Uint8Array, n: number): Float32Array {
   return y;
 }
 
+// ---------------------------------------------------------------- MXFP4
+
+/** MXFP4's 16 values: FP4 E2M1 doubled (ggml's kvalues_mxfp4), so the block scale is halved. */
+export const MXFP4_VALUES: readonly number[] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+const MXFP4_BYTES = 17;
+
+/** 2^(e - 128): an E8M0 exponent as a float, halved (ggml_e8m0_to_fp32_half). */
+export function e8m0Half(e: number): number {
+  return 2 ** (e - 128);
+}
+
+export function quantizeMXFP4(x: Float32Array): Uint8Array {
+  requireMultiple(x.length, 32, 'MXFP4');
+  const out = new Uint8Array((x.length / 32) * MXFP4_BYTES);
+  for (let i = 0; i < x.length / 32; i++) {
+    const xb = x.subarray(32 * i, 32 * i + 32);
+    let amax = 0;
+    for (const v of xb) if (amax < Math.abs(v)) amax = Math.abs(v);
+    // (uint8_t)(floorf(log2f(amax)) - 2 + 127): log2f rounded to float before the floor
+    const e = amax > 0 ? (Math.floor(f(Math.log2(amax))) - 2 + 127) & 0xff : 0;
+    const d = e8m0Half(e);
+    const best = (v: number) => {
+      let bi = 0;
+      let be = Math.abs(f(f(MXFP4_VALUES[0]! * d) - v));
+      for (let k = 1; k < 16; k++) {
+        const err = Math.abs(f(f(MXFP4_VALUES[k]! * d) - v));
+        if (err < be) {
+          bi = k;
+          be = err;
+        }
+      }
+      return bi;
+    };
+    out[i * MXFP4_BYTES] = e;
+    for (let j = 0; j < 16; j++) out[i * MXFP4_BYTES + 1 + j] = best(xb[j]!) | (best(xb[j + 16]!) << 4);
+  }
+  return out;
+}
+
+export function dequantizeMXFP4(bytes: Uint8Array, n: number): Float32Array {
+  requireMultiple(n, 32, 'MXFP4');
+  const y = new Float32Array(n);
+  for (let i = 0; i < n / 32; i++) {
+    const at = i * MXFP4_BYTES;
+    const d = e8m0Half(bytes[at]!);
+    for (let j = 0; j < 16; j++) {
+      y[32 * i + j] = f(MXFP4_VALUES[bytes[at + 1 + j]! & 0xf]! * d);
+      y[32 * i + j + 16] = f(MXFP4_VALUES[bytes[at + 1 + j]! >> 4]! * d);
+    }
+  }
+  return y;
+}
+
 // ---------------------------------------------------------------- by type name
 
 export type QuantType =
@@ -1078,9 +1133,10 @@ export type QuantType =
   | 'Q5_K'
   | 'Q6_K'
   | 'IQ4_NL'
-  | 'IQ4_XS';
+  | 'IQ4_XS'
+  | 'MXFP4';
 
-export const QUANT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL', 'IQ4_XS'];
+export const QUANT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL', 'IQ4_XS', 'MXFP4'];
 
 const QUANTIZE: Record<QuantType, (x: Float32Array) => Uint8Array> = {
   F32: quantizeF32,
@@ -1098,6 +1154,7 @@ const QUANTIZE: Record<QuantType, (x: Float32Array) => Uint8Array> = {
   Q6_K: quantizeQ6_K,
   IQ4_NL: quantizeIQ4_NL,
   IQ4_XS: quantizeIQ4_XS,
+  MXFP4: quantizeMXFP4,
 };
 
 const DEQUANTIZE: Record<QuantType, (bytes: Uint8Array, n: number) => Float32Array> = {
@@ -1116,6 +1173,7 @@ const DEQUANTIZE: Record<QuantType, (bytes: Uint8Array, n: number) => Float32Arr
   Q6_K: dequantizeQ6_K,
   IQ4_NL: dequantizeIQ4_NL,
   IQ4_XS: dequantizeIQ4_XS,
+  MXFP4: dequantizeMXFP4,
 };
 
 /** Encodes float data as `type` blocks (the length must be a multiple of the block size). */

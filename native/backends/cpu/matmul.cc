@@ -30,7 +30,7 @@ bool q8_k_activations(ggml::Type t) {
 bool quantized(ggml::Type t) {
   return t == ggml::Type::kQ8_0 || t == ggml::Type::kQ4_0 || t == ggml::Type::kQ4_1 ||
          t == ggml::Type::kQ5_0 || t == ggml::Type::kQ5_1 || t == ggml::Type::kIQ4_NL ||
-         q8_k_activations(t);
+         t == ggml::Type::kMXFP4 || q8_k_activations(t);
 }
 
 // One dot product per row and token: y[t * ldy + r] = dot(row r, activation row t).
@@ -78,7 +78,7 @@ void run_item(const WeightMatrix& w, const uint8_t* act, int64_t r0, int64_t r1,
   const uint8_t* wr = w.row(r0);
   float* yr = y + t0 * w.rows + r0;
   const int64_t nr = r1 - r0, nt = t1 - t0;
-  // act holds Q8A rows for the 32-element block types, Q8_K rows for the K-quants
+  // act holds Q8_K rows for the K-quants and IQ4_XS, Q8A rows for the 32-element block types
   const int64_t sa = cols / kQK, sk = cols / kQK_K, rb = w.row_bytes, ld = w.rows;
   const auto* a = q8_k_activations(w.type) ? nullptr : reinterpret_cast<const BlockQ8A*>(act) + t0 * sa;
   const auto* ak = q8_k_activations(w.type) ? reinterpret_cast<const BlockQ8_K*>(act) + t0 * sk : nullptr;
@@ -99,6 +99,7 @@ void run_item(const WeightMatrix& w, const uint8_t* act, int64_t r0, int64_t r1,
     case ggml::Type::kQ6_K: return dots(k.dot_q6_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
     case ggml::Type::kIQ4_NL: return dots(k.dot_iq4_nl, cols, wr, rb, nr, a, sa, nt, yr, ld);
     case ggml::Type::kIQ4_XS: return dots(k.dot_iq4_xs, cols, wr, rb, nr, ak, sk, nt, yr, ld);
+    case ggml::Type::kMXFP4: return dots(k.dot_mxfp4, cols, wr, rb, nr, a, sa, nt, yr, ld);
     default:
       return;
   }

@@ -193,10 +193,10 @@ QUANT_TARGET float dot_q5_1(int64_t n, const BlockQ5_1* w, const BlockQ8A* a) {
   return hsum_ps(_mm256_add_ps(acc, acc_m));
 }
 
-// The 32 values of a block of IQ4 indices (16 bytes: low nibbles elements 0-15, high 16-31),
-// looked up in kIq4Values by a byte shuffle.
-QUANT_TARGET inline __m256i iq4_values(const uint8_t* qs) {
-  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+// The 32 values of a block of 4-bit indices (16 bytes: low nibbles elements 0-15, high 16-31),
+// looked up in a 16-entry int8 table by a byte shuffle.
+QUANT_TARGET inline __m256i table_values(const int8_t* values, const uint8_t* qs) {
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m256i idx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0xF));
   return _mm256_shuffle_epi8(table, idx);
@@ -207,7 +207,7 @@ QUANT_TARGET float dot_iq4_nl(int64_t n, const BlockIQ4_NL* w, const BlockQ8A* a
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / kQK; ++i) {
     const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs));
-    const __m256 p = _mm256_cvtepi32_ps(dot_s8(iq4_values(w[i].qs), qa));
+    const __m256 p = _mm256_cvtepi32_ps(dot_s8(table_values(kIq4Values, w[i].qs), qa));
     acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), p, acc);
   }
   return hsum_ps(acc);
@@ -218,13 +218,23 @@ QUANT_TARGET float dot_iq4_xs(int64_t n, const BlockIQ4_XS* w, const BlockQ8_K* 
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     __m256i sumi = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
-      const __m256i qw = iq4_values(w[i].qs + 16 * j);
+      const __m256i qw = table_values(kIq4Values, w[i].qs + 16 * j);
       const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 32 * j));
       const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qa, qw));
       const __m256i scale = _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(j, w[i])));
       sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pairs, scale));
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum_ps(acc);
+}
+
+QUANT_TARGET float dot_mxfp4(int64_t n, const BlockMXFP4* w, const BlockQ8A* a) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs));
+    const __m256 p = _mm256_cvtepi32_ps(dot_s8(table_values(kMxfp4Values, w[i].qs), qa));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(e8m0_half(w[i].e) * a[i].d), p, acc);
   }
   return hsum_ps(acc);
 }
@@ -544,7 +554,7 @@ QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* c
 
 const QuantKernels kAvx2{"avx2",       dot_q8_0,     dot_q4_0,      dot_q4_k, dot_q6_k,
                          dot_q5_0,     dot_q2_k,     dot_q3_k,      dot_q5_k, dot_q4_1,
-                         dot_q5_1,     dot_iq4_nl,   dot_iq4_xs,
+                         dot_q5_1,     dot_iq4_nl,   dot_iq4_xs,    dot_mxfp4,
                          dot_f32,      f16_to_f32,   nullptr,       nullptr,  quantize_q8a,
                          quantize_q8_k, attend,      silu_mul};
 

@@ -161,6 +161,18 @@ float dot_iq4_xs(int64_t n, const BlockIQ4_XS* w, const BlockQ8_K* a) {
   return sum;
 }
 
+float dot_mxfp4(int64_t n, const BlockMXFP4* w, const BlockQ8A* a) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    int s = 0;
+    for (int l = 0; l < kQK / 2; ++l) {
+      s += kMxfp4Values[w[i].qs[l] & 0xF] * a[i].qs[l] + kMxfp4Values[w[i].qs[l] >> 4] * a[i].qs[l + 16];
+    }
+    sum += e8m0_half(w[i].e) * a[i].d * static_cast<float>(s);
+  }
+  return sum;
+}
+
 // Element 128h + 32c + l of a Q2_K / Q3_K super-block: bits 2c of qs[32h + l].
 inline int two_bits(const uint8_t* qs, int e) { return (qs[32 * (e >> 7) + (e & 31)] >> (2 * ((e >> 5) & 3))) & 3; }
 
@@ -280,7 +292,8 @@ void silu_mul(float* g, const float* u, int64_t n) {
 
 const QuantKernels kScalar{"scalar",       dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k,
                            dot_q5_0,       dot_q2_k, dot_q3_k, dot_q5_k, dot_q4_1,
-                           dot_q5_1,       dot_iq4_nl, dot_iq4_xs, dot_f32,
+                           dot_q5_1,       dot_iq4_nl, dot_iq4_xs,
+                           dot_mxfp4,      dot_f32,
                            f16_to_f32,     nullptr,  nullptr,  quantize_row_q8a,
                            quantize_row_q8_k, attend, silu_mul};
 

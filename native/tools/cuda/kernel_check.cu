@@ -191,6 +191,13 @@ std::vector<uint8_t> random_matrix(GgmlType type, int64_t rows, int64_t cols, st
           for (int i = 2; i < 18; ++i) p[i] = static_cast<uint8_t>(byte(rng));
         }
         break;
+      case GgmlType::kMXFP4:
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          uint8_t* p = row + b * 17;
+          p[0] = static_cast<uint8_t>(118 + byte(rng) % 8);  // scales 2^-10 .. 2^-3
+          for (int i = 1; i < 17; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+        }
+        break;
       case GgmlType::kIQ4_XS:
         for (int64_t b = 0; b < cols / 256; ++b) {
           uint8_t* p = row + b * 136;
@@ -356,6 +363,7 @@ class Checker {
       case GgmlType::kQ5_0:
       case GgmlType::kQ5_1:
       case GgmlType::kIQ4_NL:
+      case GgmlType::kMXFP4:
         return {32, 96, 4128};  // 1, 3 and 129 blocks
       default:
         return {256, 768, 4352};  // 1, 3 and 17 super-blocks
@@ -418,7 +426,7 @@ class Checker {
     const GgmlType types[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
                               GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
                               GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
-                              GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS};
+                              GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4};
     const int64_t ns[] = {1, 2, 3, 5, 8, 9, 17, 64, 100, 256};
     const int64_t rows_set[] = {1, 31, 257};
     for (GgmlType t : types) {
@@ -495,7 +503,7 @@ class Checker {
     const GgmlType types[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
                               GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
                               GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
-                              GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS};
+                              GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4};
     const int64_t ns[] = {1, 3, 9, 100};
     for (GgmlType t : types) {
       if (!matmul_supports(static_cast<int>(t))) continue;
@@ -622,7 +630,7 @@ class Checker {
     const GgmlType types[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
                               GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
                               GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
-                              GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS};
+                              GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4};
     for (GgmlType t : types) {
       if (!matmul_supports(static_cast<int>(t))) continue;
       const auto cols = cols_for(t);

@@ -114,6 +114,7 @@ export const ENGINE_TENSOR_TYPES: readonly GgmlTypeName[] = [
   'Q6_K',
   'IQ4_NL',
   'IQ4_XS',
+  'MXFP4',
 ];
 
 /** The traits of a type id, or undefined for an id ggml does not (or no longer) define. */

@@ -31,7 +31,8 @@ bool matmul_supports(int type) {
     case quant::kQ5_K:
     case quant::kQ6_K:
     case quant::kIQ4_NL:
-    case quant::kIQ4_XS: return true;
+    case quant::kIQ4_XS:
+    case quant::kMXFP4: return true;
     default: return false;
   }
 }

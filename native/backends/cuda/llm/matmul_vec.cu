@@ -225,6 +225,7 @@ void launch_vec(int type, const VecArgs& a, int nn, cudaStream_t stream) {
     case quant::kQ6_K: launch_vec_type<quant::kQ6_K, kGateUp>(a, nn, stream); break;
     case quant::kIQ4_NL: launch_vec_type<quant::kIQ4_NL, kGateUp>(a, nn, stream); break;
     case quant::kIQ4_XS: launch_vec_type<quant::kIQ4_XS, kGateUp>(a, nn, stream); break;
+    case quant::kMXFP4: launch_vec_type<quant::kMXFP4, kGateUp>(a, nn, stream); break;
     case quant::kQ5_0: launch_vec_type<quant::kQ5_0, kGateUp>(a, nn, stream); break;
     case quant::kQ4_1: launch_vec_type<quant::kQ4_1, kGateUp>(a, nn, stream); break;
     case quant::kQ5_1: launch_vec_type<quant::kQ5_1, kGateUp>(a, nn, stream); break;
@@ -249,6 +250,7 @@ void launch_scalar(int type, const VecArgs& a, int64_t n, cudaStream_t stream) {
     case quant::kQ6_K: matmul_scalar_kernel<quant::kQ6_K, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
     case quant::kIQ4_NL: matmul_scalar_kernel<quant::kIQ4_NL, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
     case quant::kIQ4_XS: matmul_scalar_kernel<quant::kIQ4_XS, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kMXFP4: matmul_scalar_kernel<quant::kMXFP4, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
     case quant::kQ5_0: matmul_scalar_kernel<quant::kQ5_0, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
     case quant::kQ4_1: matmul_scalar_kernel<quant::kQ4_1, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
     case quant::kQ5_1: matmul_scalar_kernel<quant::kQ5_1, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;

@@ -24,9 +24,11 @@
 //   IQ4_NL 18 B / 32: f16 d, qs[16] as Q4_0 (indices);            w = d * kIq4Values[q]
 //   IQ4_XS 136 B / 256: f16 d, u16 scales_h, scales_l[4], qs[128] (8 IQ4_NL-like sub-blocks);
 //                     w = d * (sc - 32) * kIq4Values[q]
+//   MXFP4  17 B / 32: u8 e (E8M0), qs[16] as Q4_0 (FP4 codes);    w = 2^(e - 128) * kMxfp4Values[q]
 // Blocks are only 2-byte aligned (34, 18, 210, 22, 110, 18 bytes), so Q8_0 / Q4_0 / Q6_K / Q5_0 /
 // Q3_K / IQ4_NL data is read with 16-bit loads; IQ4_XS (136 B) blocks are 8-byte aligned; Q4_1 (20 B) and Q2_K (84 B) blocks are 4-byte aligned, Q5_1
-// (24 B) 8-byte, Q4_K (144 B) and Q5_K (176 B) rows and blocks 16-byte aligned. F32 / F16 / BF16 use 16-byte
+// (24 B) 8-byte, Q4_K (144 B) and Q5_K (176 B) rows and blocks 16-byte aligned; MXFP4 (17 B)
+// blocks are not aligned at all and read byte by byte. F32 / F16 / BF16 use 16-byte
 // loads, which needs row_bytes % 16 == 0 (the launchers check it and otherwise use per-element
 // element1()).
 //
@@ -67,6 +69,7 @@ constexpr int kQ3_K = static_cast<int>(ggml::Type::kQ3_K);
 constexpr int kQ5_K = static_cast<int>(ggml::Type::kQ5_K);
 constexpr int kIQ4_NL = static_cast<int>(ggml::Type::kIQ4_NL);
 constexpr int kIQ4_XS = static_cast<int>(ggml::Type::kIQ4_XS);
+constexpr int kMXFP4 = static_cast<int>(ggml::Type::kMXFP4);
 
 // ---- loads (read-only path on the device) --------------------------------------------------
 
@@ -516,11 +519,11 @@ struct Codec<kQ5_K> {
   }
 };
 
-// kIq4Values[i] + 128 (0..255) for the four indices in the low nibbles of the bytes of `nib`,
-// packed as bytes; the table lives in two immediates, so no memory is read on the device.
-PLATFORM_QD uint32_t iq4_biased(uint32_t nib) {
-  constexpr uint64_t kLow = 0x766A5D4F3F2D1801ull;   // kIq4Values[0..7] + 128, byte i = value i
-  constexpr uint64_t kHigh = 0xF1D9C5B5A6998D81ull;  // kIq4Values[8..15] + 128
+// table[i] + 128 (0..255) for the four indices in the low nibbles of the bytes of `nib`, packed
+// as bytes; a 16-entry int8 table lives in two immediates (kLow: entries 0-7 + 128, byte i =
+// entry i; kHigh: entries 8-15), so no memory is read on the device.
+template <uint64_t kLow, uint64_t kHigh>
+PLATFORM_QD uint32_t table_biased(uint32_t nib) {
   uint32_t out = 0;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -530,6 +533,8 @@ PLATFORM_QD uint32_t iq4_biased(uint32_t nib) {
   }
   return out;
 }
+PLATFORM_QD uint32_t iq4_biased(uint32_t nib) { return table_biased<0x766A5D4F3F2D1801ull, 0xF1D9C5B5A6998D81ull>(nib); }
+PLATFORM_QD uint32_t mxfp4_biased(uint32_t nib) { return table_biased<0x8C88868483828180ull, 0x74787A7C7D7E7F80ull>(nib); }
 
 // IQ4_NL block (18 B): [0,2) f16 d, [2,18) qs as Q4_0's, indices into kIq4Values.
 template <>
@@ -573,6 +578,34 @@ struct Codec<kIQ4_XS> {
     bytes_to_q<128>(iq4_biased((r.q0 >> shift) & 0x0F0F0F0Fu), iq4_biased((r.q1 >> shift) & 0x0F0F0F0Fu), w.q);
     const int low = (r.sl >> (4 * j)) & 0xF, high = (r.dh >> (16 + 2 * j)) & 3;
     w.d = f16_to_f32(r.dh & 0xFFFFu) * static_cast<float>((low | (high << 4)) - 32);
+    w.o = 0.0f;
+    return w;
+  }
+};
+
+// MXFP4 block (17 B): [0,1) E8M0 exponent e, [1,17) qs as Q4_0's (FP4 codes into kMxfp4Values);
+// scale 2^(e - 128) (ggml::e8m0_half).
+template <>
+struct Codec<kMXFP4> {
+  static constexpr int kBlockBytes = 17;
+  static constexpr bool kHasOffset = false;
+  struct Raw { uint32_t e, q0, q1; };
+  PLATFORM_QD static Raw load_raw(const uint8_t* row, int64_t k) {
+    const uint8_t* blk = row + (k >> 5) * kBlockBytes;
+    const uint8_t* qs = blk + 1 + (k & 15);
+    uint32_t q0 = 0, q1 = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      q0 |= ld_u8(qs + i) << (8 * i);
+      q1 |= ld_u8(qs + 4 + i) << (8 * i);
+    }
+    return {ld_u8(blk), q0, q1};
+  }
+  PLATFORM_QD static W8 decode(const Raw& r, int64_t k) {
+    W8 w;
+    const int shift = (k & 16) ? 4 : 0;
+    bytes_to_q<128>(mxfp4_biased((r.q0 >> shift) & 0x0F0F0F0Fu), mxfp4_biased((r.q1 >> shift) & 0x0F0F0F0Fu), w.q);
+    w.d = as_float(r.e < 2 ? (0x00200000u << r.e) : ((r.e - 1) << 23));
     w.o = 0.0f;
     return w;
   }
