@@ -245,55 +245,79 @@ QUANT_TARGET inline __m256i two_bits(__m256i qs, int c) {
   return _mm256_and_si256(_mm256_srli_epi16(qs, 2 * c), _mm256_set1_epi8(3));
 }
 
-// Scales of the two groups of 16 in a 32-element run, as int16 lanes for madd: lanes 0-7 (the
-// pair sums of elements 0-15) take s0, lanes 8-15 s1.
-QUANT_TARGET inline __m256i pair_scales(int s0, int s1) {
-  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s1)), _mm_set1_epi16(static_cast<int16_t>(s0)));
+// The 16 sub-block scales of a Q2_K / Q3_K super-block (int16 lanes of s16) as the madd operand
+// of each 32-element run (h, c): out[4h + c] has scale 8h + 2c in lanes 0-7 (the pair sums of
+// elements 0-15) and 8h + 2c + 1 in lanes 8-15. Two permutes and eight byte shuffles per
+// super-block instead of building each operand from scalars.
+QUANT_TARGET inline void run_scales(__m256i s16, __m256i out[8]) {
+  const __m256i half0 = _mm256_permute4x64_epi64(s16, 0x44);  // scales 0-7 in both 128-bit lanes
+  const __m256i half1 = _mm256_permute4x64_epi64(s16, 0xEE);  // scales 8-15
+  for (int c = 0; c < 4; ++c) {
+    // low lane: word 2c, high lane: word 2c + 1, each repeated
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(((4 * c + 3) << 8) | (4 * c + 2))),
+                                          _mm_set1_epi16(static_cast<int16_t>(((4 * c + 1) << 8) | (4 * c))));
+    out[c] = _mm256_shuffle_epi8(half0, pick);
+    out[4 + c] = _mm256_shuffle_epi8(half1, pick);
+  }
 }
 
 // d * sum_g sc_g (q . a)_g - dmin * sum_g m_g bsum_g; q in 0..3 unsigned, so maddubs takes it as is.
 QUANT_TARGET float dot_q2_k(int64_t n, const BlockQ2_K* w, const BlockQ8_K* a) {
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0.0f;
+  const __m256i low4 = _mm256_set1_epi16(0xF);
+  __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    int summ = 0;
-    for (int g = 0; g < 16; ++g) summ += (w[i].scales[g] >> 4) * a[i].bsums[g];
+    const __m256i packed = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].scales)));
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));
+    const __m256i summ = _mm256_madd_epi16(_mm256_srli_epi16(packed, 4), bsums);  // mins x group sums
+    __m256i scales[8];
+    run_scales(_mm256_and_si256(packed, low4), scales);
     __m256i sumi = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
       const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * h));
       for (int c = 0; c < 4; ++c) {
-        const int g = 8 * h + 2 * c;
         const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 128 * h + 32 * c));
-        const __m256i scale = pair_scales(w[i].scales[g] & 0xF, w[i].scales[g + 1] & 0xF);
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(two_bits(qs, c), av), scale));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(two_bits(qs, c), av), scales[4 * h + c]));
       }
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(sumi), acc);
-    mins += a[i].d * f16(w[i].dmin) * static_cast<float>(summ);
+    acc_m = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].dmin) * a[i].d), _mm256_cvtepi32_ps(summ), acc_m);
   }
-  return hsum_ps(acc) - mins;
+  return hsum_ps(_mm256_sub_ps(acc, acc_m));
 }
 
-// q = low 2 bits - 4 where the hmask bit is clear: maddubs(low, a) - maddubs(4 or 0, a), both in
-// range for int16; the signed 6-bit scales (-32..31) go in through madd.
+// q = (low 2 bits | hmask bit << 2) - 4, in -4..3: maddubs takes the unsigned 0..7 part, and the
+// -4 comes off once per super-block as 4 * sum_g sc_g * bsum_g; the signed 6-bit scales
+// (-32..31) go in through madd.
 QUANT_TARGET float dot_q3_k(int64_t n, const BlockQ3_K* w, const BlockQ8_K* a) {
   const __m256i four = _mm256_set1_epi8(4);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    int sc[16];
-    for (int g = 0; g < 16; ++g) sc[g] = q3_k_scale(g, w[i].scales);
+    // The 16 six-bit scales as bytes (q3_k_scale's packing, four at a time): word k holds the low
+    // nibbles of bytes 0-3 (k = 0), 4-7 (1), their high nibbles (2, 3), and the high 2 bits from
+    // bytes 8-11 at bit offset 2k.
+    uint32_t packed[3], six[4];
+    std::memcpy(packed, w[i].scales, 12);
+    const uint32_t low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
+    six[0] = (packed[0] & low4) | ((packed[2] & low2) << 4);
+    six[1] = (packed[1] & low4) | (((packed[2] >> 2) & low2) << 4);
+    six[2] = ((packed[0] >> 4) & low4) | (((packed[2] >> 4) & low2) << 4);
+    six[3] = ((packed[1] >> 4) & low4) | (((packed[2] >> 6) & low2) << 4);
+    const __m256i s16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(six))),
+                                         _mm256_set1_epi16(32));
+    __m256i scales[8];
+    run_scales(s16, scales);
     const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].hmask));
-    __m256i sumi = _mm256_setzero_si256();
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));
+    // starts at -4 * sum_g sc_g * bsum_g
+    __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(s16, bsums), 2));
     for (int h = 0; h < 2; ++h) {
       const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * h));
       for (int c = 0; c < 4; ++c) {
-        const int g = 8 * h + 2 * c;
         const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * h + c)));
-        // 4 where the high bit is clear, else 0
-        const __m256i minus = _mm256_andnot_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit), four);
+        const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit), four);
+        const __m256i q = _mm256_or_si256(two_bits(qs, c), high);
         const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 128 * h + 32 * c));
-        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(two_bits(qs, c), av), _mm256_maddubs_epi16(minus, av));
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, pair_scales(sc[g], sc[g + 1])));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q, av), scales[4 * h + c]));
       }
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(sumi), acc);
