@@ -294,16 +294,17 @@ QUANT_TARGET float dot_q3_k(int64_t n, const BlockQ3_K* w, const BlockQ8_K* a) {
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     // The 16 six-bit scales as bytes (q3_k_scale's packing, four at a time): word k holds the low
     // nibbles of bytes 0-3 (k = 0), 4-7 (1), their high nibbles (2, 3), and the high 2 bits from
-    // bytes 8-11 at bit offset 2k.
-    uint32_t packed[3], six[4];
+    // bytes 8-11 at bit offset 2k. Inserted from registers: a 16-byte load of four 4-byte stores
+    // just made would stall on store forwarding (it cost 40% of this loop).
+    uint32_t packed[3];
     std::memcpy(packed, w[i].scales, 12);
     const uint32_t low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
-    six[0] = (packed[0] & low4) | ((packed[2] & low2) << 4);
-    six[1] = (packed[1] & low4) | (((packed[2] >> 2) & low2) << 4);
-    six[2] = ((packed[0] >> 4) & low4) | (((packed[2] >> 4) & low2) << 4);
-    six[3] = ((packed[1] >> 4) & low4) | (((packed[2] >> 6) & low2) << 4);
-    const __m256i s16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(six))),
-                                         _mm256_set1_epi16(32));
+    const __m128i six = _mm_setr_epi32(
+        static_cast<int>((packed[0] & low4) | ((packed[2] & low2) << 4)),
+        static_cast<int>((packed[1] & low4) | (((packed[2] >> 2) & low2) << 4)),
+        static_cast<int>(((packed[0] >> 4) & low4) | (((packed[2] >> 4) & low2) << 4)),
+        static_cast<int>(((packed[1] >> 4) & low4) | (((packed[2] >> 6) & low2) << 4)));
+    const __m256i s16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(six), _mm256_set1_epi16(32));
     __m256i scales[8];
     run_scales(s16, scales);
     const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].hmask));
@@ -313,8 +314,10 @@ QUANT_TARGET float dot_q3_k(int64_t n, const BlockQ3_K* w, const BlockQ8_K* a) {
     for (int h = 0; h < 2; ++h) {
       const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * h));
       for (int c = 0; c < 4; ++c) {
-        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * h + c)));
-        const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit), four);
+        // hmask bit k = 4h + c moved to bit 2 of each byte (16-bit shifts: the bits that cross
+        // into the other byte never land on bit 2)
+        const int k = 4 * h + c;
+        const __m256i high = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(hmask, k - 2) : _mm256_slli_epi16(hmask, 2 - k), four);
         const __m256i q = _mm256_or_si256(two_bits(qs, c), high);
         const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 128 * h + 32 * c));
         sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q, av), scales[4 * h + c]));
