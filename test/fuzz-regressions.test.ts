@@ -101,7 +101,7 @@ const NASTY_GGUF: Record<string, () => Uint8Array> = {
   'a norm of the wrong length': () =>
     encodeGguf({ ...tiny(), tensors: tiny().tensors!.map((t) => (t.name === 'output_norm.weight' ? { ...t, dims: [4], data: new Float32Array(4) } : t)) }),
   'an unsupported tensor type': () =>
-    encodeGguf({ ...tiny(), tensors: tiny().tensors!.map((t) => (t.name === 'output_norm.weight' ? { ...t, type: 'Q5_1' as never } : t)) }),
+    encodeGguf({ ...tiny(), tensors: tiny().tensors!.map((t) => (t.name === 'output_norm.weight' ? { ...t, type: 'F64', data: null } : t)) }),
 };
 
 describe('GGUF inputs that must be refused cleanly (llmLoadModel)', () => {

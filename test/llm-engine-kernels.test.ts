@@ -82,8 +82,22 @@ describe('quantized matmul kernels match the scalar kernels', () => {
     // below 8 tokens; from 8 tokens on, panels of 16 rows x 8 tokens.
     [1, 1], [3, 1], [4, 4], [5, 2], [7, 3], [13, 5], [9, 9], [6, 17], [37, 8], [16, 20], [33, 12],
   ];
-  const colsOf: Record<string, number[]> = { Q8_0: [32, 96, 288], Q4_0: [32, 160], Q4_K: [256, 768], Q6_K: [256, 512] };
-  for (const type of ['Q8_0', 'Q4_K', 'Q4_0', 'Q6_K'] as QuantType[]) {
+  const colsOf: Record<string, number[]> = {
+    Q8_0: [32, 96, 288],
+    Q4_0: [32, 160],
+    Q4_1: [32, 160],
+    Q5_0: [32, 160],
+    Q5_1: [32, 160],
+    Q2_K: [256, 768],
+    Q3_K: [256, 768],
+    Q4_K: [256, 768],
+    Q5_K: [256, 768],
+    Q6_K: [256, 512],
+    IQ4_NL: [32, 160],
+    IQ4_XS: [256, 768],
+    MXFP4: [32, 160],
+  };
+  for (const type of ['Q8_0', 'Q4_K', 'Q4_0', 'Q6_K', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q5_K', 'IQ4_NL', 'IQ4_XS', 'MXFP4'] as QuantType[]) {
     it(`${type}: tiles and dots at every level, rows x tokens not multiples of the tiles`, () => {
       let seed = 1;
       for (const cols of colsOf[type]!) {
@@ -136,6 +150,51 @@ describe('quantized matmul kernels match the scalar kernels', () => {
           for (let k = 0; k < c; k++) magnitude[t * rows + rr]! += Math.abs(deq[rr * c + k]! * xs[t * c + k]!);
       for (const level of simdLevels) {
         expect(worstError(matmul(cs, weights, xs, level), scalar, magnitude), `${type} ${level}`).toBeLessThan(1e-5);
+      }
+    }
+  });
+
+  // Every bit pattern, not only the ones ggml's quantizer writes: random bytes with sane f16
+  // super-block scales (Q3_K scales of -32, all hmask combinations, Q5_K / Q2_K mins at their
+  // maximum...), against the scalar kernels and, through the dequantized rows, an f64 product.
+  it('random-byte blocks of the newer types: every level against the scalar kernels and f64', () => {
+    const r = rng(78);
+    const layouts: Array<[QuantType, number, number, number[]]> = [
+      // type, block elements, block bytes, offsets of the f16 scales
+      ['Q4_1', 32, 20, [0, 2]],
+      ['Q5_0', 32, 22, [0]],
+      ['Q5_1', 32, 24, [0, 2]],
+      ['Q2_K', 256, 84, [80, 82]],
+      ['Q3_K', 256, 110, [108]],
+      ['Q5_K', 256, 176, [0, 2]],
+      ['IQ4_NL', 32, 18, [0]],
+      ['IQ4_XS', 256, 136, [0]],
+      ['MXFP4', 32, 17, []], // its E8M0 exponent byte is set below
+    ];
+    for (const [type, blockElems, blockBytes, scaleAt] of layouts) {
+      const rows = 5, cols = 512, n = 3;
+      const weights = new Uint8Array((rows * cols * blockBytes) / blockElems);
+      for (let i = 0; i < weights.length; i++) weights[i] = Math.floor(r() * 256);
+      for (let b = 0; b < weights.length / blockBytes; b++) {
+        const v = new DataView(weights.buffer, b * blockBytes, blockBytes);
+        for (const at of scaleAt) v.setUint16(at, f32ToF16(0.001 + r() * 0.004), true);
+        if (type === 'MXFP4') weights[b * blockBytes] = 118 + Math.floor(r() * 8); // scales 2^-10 .. 2^-3
+      }
+      const x = randomVector(n * cols, 79);
+      const c: Case = { type, rows, cols, n };
+      const deq = dequantize(type, weights, rows * cols);
+      const exact = new Float64Array(n * rows);
+      const magnitude = new Float64Array(n * rows);
+      for (let t = 0; t < n; t++)
+        for (let rr = 0; rr < rows; rr++)
+          for (let k = 0; k < cols; k++) {
+            exact[t * rows + rr]! += deq[rr * cols + k]! * x[t * cols + k]!;
+            magnitude[t * rows + rr]! += Math.abs(deq[rr * cols + k]! * x[t * cols + k]!);
+          }
+      const scalar = matmul(c, weights, x, 'scalar');
+      expect(worstError(scalar, exact, magnitude), `${type} scalar vs f64`).toBeLessThan(0.05);
+      for (const level of simdLevels) {
+        expect(worstError(matmul(c, weights, x, level), scalar, magnitude), `${type} ${level}`).toBeLessThan(1e-5);
       }
     }
   });

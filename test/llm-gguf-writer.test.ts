@@ -150,7 +150,12 @@ describe('block layouts (ggml-common.h)', () => {
 describe('quantization error', () => {
   const rnd = seededRandom(11);
   const x = Float32Array.from({ length: 4096 }, () => rnd.normal());
-  const bound: Record<QuantType, number> = { F32: 0, F16: 1e-3, BF16: 5e-3, Q8_0: 1e-2, Q6_K: 3e-2, Q4_K: 0.09, Q4_0: 0.11 };
+  // ggml's own blocks (the quantizers match them bit for bit), so these are ggml's errors; Q2_K's
+  // reference quantizer fits each 16 values by their mean absolute error, hence its 0.3.
+  const bound: Record<QuantType, number> = {
+    F32: 0, F16: 1e-3, BF16: 5e-3, Q8_0: 1e-2, Q6_K: 3e-2, Q5_1: 0.045, Q5_K: 0.045, Q5_0: 0.05, Q4_1: 0.09, Q4_K: 0.09, Q4_0: 0.11,
+    Q3_K: 0.17, Q2_K: 0.32, IQ4_NL: 0.085, IQ4_XS: 0.085, MXFP4: 0.12,
+  };
 
   for (const type of QUANT_TYPES) {
     it(`${type} round-trips gaussian data within ${bound[type]} relative RMS error`, () => {

@@ -13,7 +13,7 @@ import { tinyModel, writeGguf, type GgufWriteSpec } from './helpers/gguf-writer.
 import { spmVocab } from './helpers/llm-models.js';
 import { tempDir } from './helpers/paths.js';
 
-const SUPPORTED = 'F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K';
+const SUPPORTED = 'F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4';
 let host: ChildHost;
 let env: Record<string, string>;
 let modelsDir: string;
@@ -25,18 +25,18 @@ function spec(): GgufWriteSpec {
 beforeAll(async () => {
   modelsDir = tempDir();
   writeGguf(path.join(modelsDir, 'fine.gguf'), spec());
-  // A Gemma 2 file: its header says so (the weights are the llama ones, which does not matter here).
+  // A Mamba file: its header says so (the weights are the llama ones, which does not matter here).
   const mamba = spec();
   writeGguf(path.join(modelsDir, 'mamba.gguf'), { ...mamba, metadata: { ...mamba.metadata, 'general.architecture': 'mamba' } });
-  // Two tensors in types the engine does not decode: Q5_K (one) and IQ4_XS (two).
+  // Tensors in types the engine does not decode: IQ2_XXS (one) and IQ3_S (two).
   const mixed = spec();
-  writeGguf(path.join(modelsDir, 'q5k.gguf'), {
+  writeGguf(path.join(modelsDir, 'iq.gguf'), {
     ...mixed,
     tensors: [
       ...mixed.tensors!,
-      { name: 'extra.a.weight', dims: [256, 2], type: 'Q5_K', data: null },
-      { name: 'extra.b.weight', dims: [256, 1], type: 'IQ4_XS', data: null },
-      { name: 'extra.c.weight', dims: [256, 1], type: 'IQ4_XS', data: null },
+      { name: 'extra.a.weight', dims: [256, 2], type: 'IQ2_XXS', data: null },
+      { name: 'extra.b.weight', dims: [256, 1], type: 'IQ3_S', data: null },
+      { name: 'extra.c.weight', dims: [256, 1], type: 'IQ3_S', data: null },
     ],
   });
   host = await spawnHost({ MODELS_DIR: modelsDir });
@@ -55,20 +55,20 @@ describe('files the engine cannot load', () => {
     expect(why).toEqual({
       'fine.gguf': null,
       'mamba.gguf': "architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3, bert, nomic-bert)",
-      'q5k.gguf': `tensor types Q5_K (1 tensor), IQ4_XS (2 tensors) are not supported (supported: ${SUPPORTED})`,
+      'iq.gguf': `tensor types IQ2_XXS (1 tensor), IQ3_S (2 tensors) are not supported (supported: ${SUPPORTED})`,
     });
     const table = await runCli(['library', 'list'], env);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/\ntiny\s+fine\.gguf\s.*\schat\n/);
     expect(table.stdout).toMatch(/mamba\.gguf\s.*cannot load \(below\)/);
-    expect(table.stdout).toContain(`cannot load q5k.gguf: tensor types Q5_K (1 tensor), IQ4_XS (2 tensors) are not supported (supported: ${SUPPORTED})\n`);
+    expect(table.stdout).toContain(`cannot load iq.gguf: tensor types IQ2_XXS (1 tensor), IQ3_S (2 tensors) are not supported (supported: ${SUPPORTED})\n`);
     expect(table.stdout).toContain("cannot load mamba.gguf: architecture 'mamba' is not supported");
   });
 
   it('are refused at deploy with a 400 that names the file and why, from the CLI and the API', async () => {
-    const refused = await runCli(['library', 'deploy', 'q5k.gguf', '--model-id', 'q5k'], env);
+    const refused = await runCli(['library', 'deploy', 'iq.gguf', '--model-id', 'iq'], env);
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toBe(`platform: "q5k.gguf" cannot be loaded: tensor types Q5_K (1 tensor), IQ4_XS (2 tensors) are not supported (supported: ${SUPPORTED}) (HTTP 400)\n`);
+    expect(refused.stderr).toBe(`platform: "iq.gguf" cannot be loaded: tensor types IQ2_XXS (1 tensor), IQ3_S (2 tensors) are not supported (supported: ${SUPPORTED}) (HTTP 400)\n`);
     const mamba = await runCli(['library', 'deploy', 'mamba.gguf', '--model-id', 'mamba'], env);
     expect(mamba.stderr).toContain(`"mamba.gguf" cannot be loaded: architecture 'mamba' is not supported`);
     // Nothing was made: the model ids are free.
@@ -77,7 +77,7 @@ describe('files the engine cannot load', () => {
   });
 
   it('fail to load in the engine with the type named and the supported ones listed', async () => {
-    await expect(loadModel(path.join(modelsDir, 'q5k.gguf'))).rejects.toThrow(`unsupported tensor type Q5_K (13) for tensor 'extra.a.weight' (supported: ${SUPPORTED})`);
+    await expect(loadModel(path.join(modelsDir, 'iq.gguf'))).rejects.toThrow(`unsupported tensor type IQ2_XXS (16) for tensor 'extra.a.weight' (supported: ${SUPPORTED})`);
     expect(fs.existsSync(path.join(modelsDir, 'fine.gguf'))).toBe(true);
     const fine = await loadModel(path.join(modelsDir, 'fine.gguf'), { threads: 1 });
     await fine.unload();

@@ -17,7 +17,10 @@ int main(void) {
     float * y = malloc(sizeof(float) * n);
     if (fread(x, sizeof(float), n, stdin) != (size_t) n) return 3;
 
-    const enum ggml_type types[] = { GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K };
+    // The order of record.mjs's `types`.
+    const enum ggml_type types[] = { GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K,
+                                     GGML_TYPE_Q5_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q5_K,
+                                     GGML_TYPE_Q4_1, GGML_TYPE_Q5_1, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS, GGML_TYPE_MXFP4 };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const enum ggml_type t = types[i];
         const size_t size = ggml_row_size(t, n);

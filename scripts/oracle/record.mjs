@@ -24,8 +24,10 @@
 //   EMBEDDING_ORACLE_MODELS.
 //   `node --import tsx scripts/oracle/record.mjs --only embeddings` records these two alone.
 // - test/data/ggml-quants-reference.json: ggml's own quantized blocks and dequantized values for
-//   F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K (ggml-quants-ref.c, built against node-llama-cpp's
-//   libggml-base and the headers of the same llama.cpp release).
+//   F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q5_0, Q2_K, Q3_K, Q5_K, Q4_1, Q5_1, IQ4_NL, IQ4_XS and MXFP4
+//   (ggml-quants-ref.c, built against node-llama-cpp's libggml-base and the headers of the same
+//   llama.cpp release).
+//   `node --import tsx scripts/oracle/record.mjs --only quants` records this file alone.
 
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -216,7 +218,7 @@ function recordQuants() {
   }
   for (let i = 256; i < 512; i++) edge[i] = rnd.normal() * 1e-3;
   const inputs = { gaussian, edge };
-  const types = ['F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
+  const types = ['F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K', 'Q5_0', 'Q2_K', 'Q3_K', 'Q5_K', 'Q4_1', 'Q5_1', 'IQ4_NL', 'IQ4_XS', 'MXFP4']; // ggml-quants-ref.c's order
   const results = {};
   for (const [name, x] of Object.entries(inputs)) {
     const input = Buffer.concat([Buffer.from(Int32Array.of(x.length).buffer), Buffer.from(x.buffer)]);
@@ -314,6 +316,13 @@ async function main() {
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'oracle-models-'));
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : null;
+  if (only === 'quants') {
+    recordQuants();
+    step('ggml quantization reference');
+    fs.rmSync(tmp, { recursive: true, force: true });
+    await llama.dispose();
+    return;
+  }
   if (only === 'tokenizer') {
     await recordTokenizers(llama, tmp, step);
     fs.rmSync(tmp, { recursive: true, force: true });

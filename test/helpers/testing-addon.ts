@@ -15,6 +15,8 @@ export interface TestingAddon {
   llmKernelCheck(op: 'quantize', args: object, simd?: SimdLevel): Uint8Array;
   /** The engine's GGML type table: every type id it supports (native/testing/ggml_types_check.cc). */
   ggmlTypes(): Array<{ id: number; name: string; blockElements: number; blockBytes: number }>;
+  /** The engine's dequantize_row (native/ggml/types.cc) of n elements of blocks of type id. */
+  ggmlDequantize(typeId: number, bytes: Uint8Array, n: number): Float32Array;
   /** Prompt-lookup drafting (native/llm/prompt_lookup.h) on the test's history. */
   ngramDraft(prompt: number[], generated: number[], options: { maxTokens: number; ngramMax: number; ngramMin: number }, limit: number): number[];
   /** A fresh StepCost given the observations [tokens, ms], then ratio(n, n0) for each query [n, n0]. */

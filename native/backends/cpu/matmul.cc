@@ -21,11 +21,27 @@ int threads_for(const WeightMatrix& w, int64_t n, int max_threads) {
   return static_cast<int>(std::min<int64_t>({static_cast<int64_t>(max_threads), by_work, w.rows}));
 }
 
-bool quantized(ggml::Type t) {
-  return t == ggml::Type::kQ8_0 || t == ggml::Type::kQ4_0 || t == ggml::Type::kQ4_K ||
-         t == ggml::Type::kQ6_K;
+// Weights with an integer dot product against 8-bit activations: Q8A (32-element blocks) or Q8_K
+// (256-element super-blocks: the K-quants and IQ4_XS).
+bool q8_k_activations(ggml::Type t) {
+  return t == ggml::Type::kQ2_K || t == ggml::Type::kQ3_K || t == ggml::Type::kQ4_K ||
+         t == ggml::Type::kQ5_K || t == ggml::Type::kQ6_K || t == ggml::Type::kIQ4_XS;
 }
-bool k_quant(ggml::Type t) { return t == ggml::Type::kQ4_K || t == ggml::Type::kQ6_K; }
+bool quantized(ggml::Type t) {
+  return t == ggml::Type::kQ8_0 || t == ggml::Type::kQ4_0 || t == ggml::Type::kQ4_1 ||
+         t == ggml::Type::kQ5_0 || t == ggml::Type::kQ5_1 || t == ggml::Type::kIQ4_NL ||
+         t == ggml::Type::kMXFP4 || q8_k_activations(t);
+}
+
+// One dot product per row and token: y[t * ldy + r] = dot(row r, activation row t).
+template <typename Block, typename Act>
+void dots(float (*dot)(int64_t, const Block*, const Act*), int64_t cols, const uint8_t* w,
+          int64_t row_bytes, int64_t nr, const Act* a, int64_t a_stride, int64_t nt, float* y,
+          int64_t ldy) {
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t t = 0; t < nt; ++t)
+      y[t * ldy + r] = dot(cols, reinterpret_cast<const Block*>(w + r * row_bytes), a + t * a_stride);
+}
 
 // F32 / F16 / BF16 weights: gemm_f32 / gemv_f32, or rows converted to f32 and dotted.
 void matmul_float(const WeightMatrix& w, const float* x, int64_t n, float* y, MatmulContext& ctx) {
@@ -62,37 +78,28 @@ void run_item(const WeightMatrix& w, const uint8_t* act, int64_t r0, int64_t r1,
   const uint8_t* wr = w.row(r0);
   float* yr = y + t0 * w.rows + r0;
   const int64_t nr = r1 - r0, nt = t1 - t0;
+  // act holds Q8_K rows for the K-quants and IQ4_XS, Q8A rows for the 32-element block types
+  const int64_t sa = cols / kQK, sk = cols / kQK_K, rb = w.row_bytes, ld = w.rows;
+  const auto* a = q8_k_activations(w.type) ? nullptr : reinterpret_cast<const BlockQ8A*>(act) + t0 * sa;
+  const auto* ak = q8_k_activations(w.type) ? reinterpret_cast<const BlockQ8_K*>(act) + t0 * sk : nullptr;
   switch (w.type) {
-    case ggml::Type::kQ8_0: {
-      const auto* a = reinterpret_cast<const BlockQ8A*>(act) + t0 * (cols / kQK);
-      if (k.gemm_q8_0) return k.gemm_q8_0(cols, wr, w.row_bytes, nr, a, cols / kQK, nt, yr, w.rows);
-      for (int64_t r = 0; r < nr; ++r)
-        for (int64_t t = 0; t < nt; ++t)
-          yr[t * w.rows + r] = k.dot_q8_0(cols, reinterpret_cast<const BlockQ8_0*>(wr + r * w.row_bytes), a + t * (cols / kQK));
-      return;
-    }
-    case ggml::Type::kQ4_0: {
-      const auto* a = reinterpret_cast<const BlockQ8A*>(act) + t0 * (cols / kQK);
-      for (int64_t r = 0; r < nr; ++r)
-        for (int64_t t = 0; t < nt; ++t)
-          yr[t * w.rows + r] = k.dot_q4_0(cols, reinterpret_cast<const BlockQ4_0*>(wr + r * w.row_bytes), a + t * (cols / kQK));
-      return;
-    }
-    case ggml::Type::kQ4_K: {
-      const auto* a = reinterpret_cast<const BlockQ8_K*>(act) + t0 * (cols / kQK_K);
-      if (k.gemm_q4_k) return k.gemm_q4_k(cols, wr, w.row_bytes, nr, a, cols / kQK_K, nt, yr, w.rows);
-      for (int64_t r = 0; r < nr; ++r)
-        for (int64_t t = 0; t < nt; ++t)
-          yr[t * w.rows + r] = k.dot_q4_k(cols, reinterpret_cast<const BlockQ4_K*>(wr + r * w.row_bytes), a + t * (cols / kQK_K));
-      return;
-    }
-    case ggml::Type::kQ6_K: {
-      const auto* a = reinterpret_cast<const BlockQ8_K*>(act) + t0 * (cols / kQK_K);
-      for (int64_t r = 0; r < nr; ++r)
-        for (int64_t t = 0; t < nt; ++t)
-          yr[t * w.rows + r] = k.dot_q6_k(cols, reinterpret_cast<const BlockQ6_K*>(wr + r * w.row_bytes), a + t * (cols / kQK_K));
-      return;
-    }
+    case ggml::Type::kQ8_0:
+      if (k.gemm_q8_0) return k.gemm_q8_0(cols, wr, rb, nr, a, sa, nt, yr, ld);
+      return dots(k.dot_q8_0, cols, wr, rb, nr, a, sa, nt, yr, ld);
+    case ggml::Type::kQ4_0: return dots(k.dot_q4_0, cols, wr, rb, nr, a, sa, nt, yr, ld);
+    case ggml::Type::kQ4_1: return dots(k.dot_q4_1, cols, wr, rb, nr, a, sa, nt, yr, ld);
+    case ggml::Type::kQ5_0: return dots(k.dot_q5_0, cols, wr, rb, nr, a, sa, nt, yr, ld);
+    case ggml::Type::kQ5_1: return dots(k.dot_q5_1, cols, wr, rb, nr, a, sa, nt, yr, ld);
+    case ggml::Type::kQ2_K: return dots(k.dot_q2_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
+    case ggml::Type::kQ3_K: return dots(k.dot_q3_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
+    case ggml::Type::kQ4_K:
+      if (k.gemm_q4_k) return k.gemm_q4_k(cols, wr, rb, nr, ak, sk, nt, yr, ld);
+      return dots(k.dot_q4_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
+    case ggml::Type::kQ5_K: return dots(k.dot_q5_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
+    case ggml::Type::kQ6_K: return dots(k.dot_q6_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
+    case ggml::Type::kIQ4_NL: return dots(k.dot_iq4_nl, cols, wr, rb, nr, a, sa, nt, yr, ld);
+    case ggml::Type::kIQ4_XS: return dots(k.dot_iq4_xs, cols, wr, rb, nr, ak, sk, nt, yr, ld);
+    case ggml::Type::kMXFP4: return dots(k.dot_mxfp4, cols, wr, rb, nr, a, sa, nt, yr, ld);
     default:
       return;
   }
@@ -138,7 +145,7 @@ void matmul_multi(const WeightMatrix* const* ws, float* const* ys, int count, co
       matmul_float(w, x, n, ys[i], ctx);
       continue;
     }
-    (k_quant(w.type) ? need_k : need_a) = true;
+    (q8_k_activations(w.type) ? need_k : need_a) = true;
     work += w.rows * w.cols * n;
   }
   if (!need_a && !need_k) return;
@@ -188,7 +195,7 @@ void matmul_multi(const WeightMatrix* const* ws, float* const* ys, int count, co
     const int64_t r0 = (in_chunk - spans[s].first_item) * group;
     const int64_t r1 = std::min(w.rows, r0 + group);
     const int64_t t0 = c * tc, t1 = std::min(n, t0 + tc);
-    run_item(w, k_quant(w.type) ? ctx.act_k.data() : ctx.act.data(), r0, r1, t0, t1, ys[spans[s].m], k);
+    run_item(w, q8_k_activations(w.type) ? ctx.act_k.data() : ctx.act.data(), r0, r1, t0, t1, ys[spans[s].m], k);
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #define QUANT_TARGET __attribute__((target("avx2,fma,f16c")))
 
@@ -126,6 +127,236 @@ QUANT_TARGET float dot_q6_k(int64_t n, const BlockQ6_K* w, const BlockQ8_K* a) {
                                             0, 0, 0));
   }
   return hsum_ps(acc);
+}
+
+// Byte i of the result is 0xFF where bit i of `bits` is set, else 0 (32 bits -> 32 bytes).
+QUANT_TARGET inline __m256i bits_to_bytes(uint32_t bits) {
+  // byte i takes source byte i / 8, then keeps bit i % 8
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+}
+
+// Q4_0's nibbles plus bit 4 from qh, minus 16: signed values in -16..15.
+QUANT_TARGET float dot_q5_0(int64_t n, const BlockQ5_0* w, const BlockQ8A* a) {
+  const __m256i low = _mm256_set1_epi8(0xF), bit4 = _mm256_set1_epi8(0x10), sixteen = _mm256_set1_epi8(16);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].qs));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+    uint32_t qh;
+    std::memcpy(&qh, w[i].qh, 4);
+    const __m256i hi = _mm256_and_si256(bits_to_bytes(qh), bit4);
+    const __m256i qw = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(both, low), hi), sixteen);
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs));
+    const __m256 p = _mm256_cvtepi32_ps(dot_s8(qw, qa));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), p, acc);
+  }
+  return hsum_ps(acc);
+}
+
+// d * (q . a) + m * (sum of a) for unsigned q in 0..31: maddubs takes q as it is, and the sum of
+// a comes from maddubs against ones; both stay in vectors until the end.
+QUANT_TARGET inline void add_min_block(__m256i qw, const BlockQ8A& a, float d, float m, __m256& acc, __m256& acc_m) {
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+  const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(qw, qa), ones16);
+  const __m256i sa = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), qa), ones16);
+  acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(p), acc);
+  acc_m = _mm256_fmadd_ps(_mm256_set1_ps(m * a.d), _mm256_cvtepi32_ps(sa), acc_m);
+}
+
+QUANT_TARGET float dot_q4_1(int64_t n, const BlockQ4_1* w, const BlockQ8A* a) {
+  const __m256i low = _mm256_set1_epi8(0xF);
+  __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].qs));
+    const __m256i qw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), low);
+    add_min_block(qw, a[i], f16(w[i].d), f16(w[i].m), acc, acc_m);
+  }
+  return hsum_ps(_mm256_add_ps(acc, acc_m));
+}
+
+QUANT_TARGET float dot_q5_1(int64_t n, const BlockQ5_1* w, const BlockQ8A* a) {
+  const __m256i low = _mm256_set1_epi8(0xF), bit4 = _mm256_set1_epi8(0x10);
+  __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].qs));
+    uint32_t qh;
+    std::memcpy(&qh, w[i].qh, 4);
+    const __m256i qw = _mm256_or_si256(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), low),
+                                       _mm256_and_si256(bits_to_bytes(qh), bit4));
+    add_min_block(qw, a[i], f16(w[i].d), f16(w[i].m), acc, acc_m);
+  }
+  return hsum_ps(_mm256_add_ps(acc, acc_m));
+}
+
+// The 32 values of a block of 4-bit indices (16 bytes: low nibbles elements 0-15, high 16-31),
+// looked up in a 16-entry int8 table by a byte shuffle.
+QUANT_TARGET inline __m256i table_values(const int8_t* values, const uint8_t* qs) {
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i idx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0xF));
+  return _mm256_shuffle_epi8(table, idx);
+}
+
+// |value| <= 127 and |a| <= 127: dot_s8's pair sums stay below 2^15.
+QUANT_TARGET float dot_iq4_nl(int64_t n, const BlockIQ4_NL* w, const BlockQ8A* a) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs));
+    const __m256 p = _mm256_cvtepi32_ps(dot_s8(table_values(kIq4Values, w[i].qs), qa));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), p, acc);
+  }
+  return hsum_ps(acc);
+}
+
+QUANT_TARGET float dot_iq4_xs(int64_t n, const BlockIQ4_XS* w, const BlockQ8_K* a) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    __m256i sumi = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i qw = table_values(kIq4Values, w[i].qs + 16 * j);
+      const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 32 * j));
+      const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qa, qw));
+      const __m256i scale = _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(j, w[i])));
+      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pairs, scale));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum_ps(acc);
+}
+
+QUANT_TARGET float dot_mxfp4(int64_t n, const BlockMXFP4* w, const BlockQ8A* a) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs));
+    const __m256 p = _mm256_cvtepi32_ps(dot_s8(table_values(kMxfp4Values, w[i].qs), qa));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(e8m0_half(w[i].e) * a[i].d), p, acc);
+  }
+  return hsum_ps(acc);
+}
+
+// The 32 two-bit values of elements 128h + 32c + l (l < 32) of a Q2_K / Q3_K super-block, given
+// the 32 bytes qs[32h..32h+32): bits 2c of each byte.
+QUANT_TARGET inline __m256i two_bits(__m256i qs, int c) {
+  return _mm256_and_si256(_mm256_srli_epi16(qs, 2 * c), _mm256_set1_epi8(3));
+}
+
+// The 16 sub-block scales of a Q2_K / Q3_K super-block (int16 lanes of s16) as the madd operand
+// of each 32-element run (h, c): out[4h + c] has scale 8h + 2c in lanes 0-7 (the pair sums of
+// elements 0-15) and 8h + 2c + 1 in lanes 8-15. Two permutes and eight byte shuffles per
+// super-block instead of building each operand from scalars.
+QUANT_TARGET inline void run_scales(__m256i s16, __m256i out[8]) {
+  const __m256i half0 = _mm256_permute4x64_epi64(s16, 0x44);  // scales 0-7 in both 128-bit lanes
+  const __m256i half1 = _mm256_permute4x64_epi64(s16, 0xEE);  // scales 8-15
+  for (int c = 0; c < 4; ++c) {
+    // low lane: word 2c, high lane: word 2c + 1, each repeated
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(((4 * c + 3) << 8) | (4 * c + 2))),
+                                          _mm_set1_epi16(static_cast<int16_t>(((4 * c + 1) << 8) | (4 * c))));
+    out[c] = _mm256_shuffle_epi8(half0, pick);
+    out[4 + c] = _mm256_shuffle_epi8(half1, pick);
+  }
+}
+
+// d * sum_g sc_g (q . a)_g - dmin * sum_g m_g bsum_g; q in 0..3 unsigned, so maddubs takes it as is.
+QUANT_TARGET float dot_q2_k(int64_t n, const BlockQ2_K* w, const BlockQ8_K* a) {
+  const __m256i low4 = _mm256_set1_epi16(0xF);
+  __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const __m256i packed = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].scales)));
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));
+    const __m256i summ = _mm256_madd_epi16(_mm256_srli_epi16(packed, 4), bsums);  // mins x group sums
+    __m256i scales[8];
+    run_scales(_mm256_and_si256(packed, low4), scales);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * h));
+      for (int c = 0; c < 4; ++c) {
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 128 * h + 32 * c));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(two_bits(qs, c), av), scales[4 * h + c]));
+      }
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    acc_m = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].dmin) * a[i].d), _mm256_cvtepi32_ps(summ), acc_m);
+  }
+  return hsum_ps(_mm256_sub_ps(acc, acc_m));
+}
+
+// q = (low 2 bits | hmask bit << 2) - 4, in -4..3: maddubs takes the unsigned 0..7 part, and the
+// -4 comes off once per super-block as 4 * sum_g sc_g * bsum_g; the signed 6-bit scales
+// (-32..31) go in through madd.
+QUANT_TARGET float dot_q3_k(int64_t n, const BlockQ3_K* w, const BlockQ8_K* a) {
+  const __m256i four = _mm256_set1_epi8(4);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    // The 16 six-bit scales as bytes (q3_k_scale's packing, four at a time): word k holds the low
+    // nibbles of bytes 0-3 (k = 0), 4-7 (1), their high nibbles (2, 3), and the high 2 bits from
+    // bytes 8-11 at bit offset 2k. Inserted from registers: a 16-byte load of four 4-byte stores
+    // just made would stall on store forwarding (it cost 40% of this loop).
+    uint32_t packed[3];
+    std::memcpy(packed, w[i].scales, 12);
+    const uint32_t low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
+    const __m128i six = _mm_setr_epi32(
+        static_cast<int>((packed[0] & low4) | ((packed[2] & low2) << 4)),
+        static_cast<int>((packed[1] & low4) | (((packed[2] >> 2) & low2) << 4)),
+        static_cast<int>(((packed[0] >> 4) & low4) | (((packed[2] >> 4) & low2) << 4)),
+        static_cast<int>(((packed[1] >> 4) & low4) | (((packed[2] >> 6) & low2) << 4)));
+    const __m256i s16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(six), _mm256_set1_epi16(32));
+    __m256i scales[8];
+    run_scales(s16, scales);
+    const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].hmask));
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));
+    // starts at -4 * sum_g sc_g * bsum_g
+    __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(s16, bsums), 2));
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * h));
+      for (int c = 0; c < 4; ++c) {
+        // hmask bit k = 4h + c moved to bit 2 of each byte (16-bit shifts: the bits that cross
+        // into the other byte never land on bit 2)
+        const int k = 4 * h + c;
+        const __m256i high = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(hmask, k - 2) : _mm256_slli_epi16(hmask, 2 - k), four);
+        const __m256i q = _mm256_or_si256(two_bits(qs, c), high);
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 128 * h + 32 * c));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q, av), scales[4 * h + c]));
+      }
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum_ps(acc);
+}
+
+// Q4_K's loop with bit 4 of each value from qh (bit 2j of qh[l] for the low nibbles of group j,
+// 2j + 1 for the high ones); values 0..31 keep maddubs' pair sums below 2^15.
+QUANT_TARGET float dot_q5_k(int64_t n, const BlockQ5_K* w, const BlockQ8_K* a) {
+  const __m256i low = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; ++j) q4_k_scale_min(j, w[i].scales, &sc[j], &m[j]);
+    int summ = 0;
+    for (int j = 0; j < 8; ++j) summ += m[j] * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qh));
+    __m256i sumi = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * j));
+      const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
+      const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
+      const __m256i q0 = _mm256_or_si256(_mm256_and_si256(q, low), h0);
+      const __m256i q1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low), h1);
+      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 64 * j));
+      const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].qs + 64 * j + 32));
+      const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(q0, a0), _mm256_set1_epi16(sc[2 * j]));
+      const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(q1, a1), _mm256_set1_epi16(sc[2 * j + 1]));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    mins += a[i].d * f16(w[i].dmin) * static_cast<float>(summ);
+  }
+  return hsum_ps(acc) - mins;
 }
 
 QUANT_TARGET float dot_f32(int64_t n, const float* a, const float* b) {
@@ -377,6 +608,8 @@ QUANT_TARGET void attend(int64_t len, int64_t bs, int64_t stride, const float* c
 }
 
 const QuantKernels kAvx2{"avx2",       dot_q8_0,     dot_q4_0,      dot_q4_k, dot_q6_k,
+                         dot_q5_0,     dot_q2_k,     dot_q3_k,      dot_q5_k, dot_q4_1,
+                         dot_q5_1,     dot_iq4_nl,   dot_iq4_xs,    dot_mxfp4,
                          dot_f32,      f16_to_f32,   nullptr,       nullptr,  quantize_q8a,
                          quantize_q8_k, attend,      silu_mul,
                          gelu_mul};

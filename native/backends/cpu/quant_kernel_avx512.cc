@@ -459,6 +459,8 @@ Q512_TARGET void gemm_q4_k(int64_t cols, const uint8_t* w, int64_t row_bytes, in
 }
 
 QuantKernels make_table() {
+  // Every dot product (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4 included) is the AVX2
+  // table's function.
   QuantKernels k = *quant_kernels_avx2();
   k.name = "avx512-vnni";
   k.gemm_q8_0 = gemm_q8_0;

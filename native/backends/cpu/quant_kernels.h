@@ -3,7 +3,9 @@
 //
 // Dot products: each dot_* returns the dot product of one weight row of n elements with one
 // activation row already quantized to the matching activation format:
-//   Q8_0, Q4_0 weights  x  Q8A activations;   Q4_K, Q6_K weights  x  Q8_K activations.
+//   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights  x  Q8A activations (32-element blocks);
+//   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K weights  x  Q8_K activations (256-element super-blocks);
+//   IQ4_NL, MXFP4 x Q8A; IQ4_XS x Q8_K (as ggml pairs them).
 // dot_f32 is the plain f32 dot product (F16/BF16 rows are converted to f32 first, F16 with
 // f16_to_f32: F16C on x86).
 //
@@ -28,13 +30,27 @@
 namespace platform::cpu {
 
 // The weight formats the kernels read, by their ggml names.
+using ggml::BlockIQ4_NL;
+using ggml::BlockIQ4_XS;
+using ggml::BlockMXFP4;
+using ggml::BlockQ2_K;
+using ggml::BlockQ3_K;
 using ggml::BlockQ4_0;
+using ggml::BlockQ4_1;
 using ggml::BlockQ4_K;
+using ggml::BlockQ5_0;
+using ggml::BlockQ5_1;
+using ggml::BlockQ5_K;
 using ggml::BlockQ6_K;
 using ggml::BlockQ8_0;
 using ggml::fp16_to_f32;
 using ggml::kQK;
+using ggml::iq4_xs_scale;
+using ggml::kIq4Values;
+using ggml::e8m0_half;
+using ggml::kMxfp4Values;
 using ggml::kQK_K;
+using ggml::q3_k_scale;
 using ggml::q4_k_scale_min;
 
 struct QuantKernels {
@@ -43,6 +59,15 @@ struct QuantKernels {
   float (*dot_q4_0)(int64_t n, const BlockQ4_0* w, const BlockQ8A* a);
   float (*dot_q4_k)(int64_t n, const BlockQ4_K* w, const BlockQ8_K* a);
   float (*dot_q6_k)(int64_t n, const BlockQ6_K* w, const BlockQ8_K* a);
+  float (*dot_q5_0)(int64_t n, const BlockQ5_0* w, const BlockQ8A* a);
+  float (*dot_q2_k)(int64_t n, const BlockQ2_K* w, const BlockQ8_K* a);
+  float (*dot_q3_k)(int64_t n, const BlockQ3_K* w, const BlockQ8_K* a);
+  float (*dot_q5_k)(int64_t n, const BlockQ5_K* w, const BlockQ8_K* a);
+  float (*dot_q4_1)(int64_t n, const BlockQ4_1* w, const BlockQ8A* a);
+  float (*dot_q5_1)(int64_t n, const BlockQ5_1* w, const BlockQ8A* a);
+  float (*dot_iq4_nl)(int64_t n, const BlockIQ4_NL* w, const BlockQ8A* a);
+  float (*dot_iq4_xs)(int64_t n, const BlockIQ4_XS* w, const BlockQ8_K* a);
+  float (*dot_mxfp4)(int64_t n, const BlockMXFP4* w, const BlockQ8A* a);
   float (*dot_f32)(int64_t n, const float* a, const float* b);
   void (*f16_to_f32)(const uint16_t* src, float* dst, int64_t n);  // F16 weight rows
 

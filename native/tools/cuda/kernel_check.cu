@@ -20,8 +20,9 @@
 //   worst, typically sqrt(cols) * 2^-24, so 1e-4 has a wide margin. The tile path (large n:
 //   prefill, big batches) multiplies on the f16 tensor cores: x and the decoded weights rounded to
 //   f16 (2^-11 each, bf16 would be 2^-8), f32 accumulation: 1e-2.
-// - get_rows: bit-exact against dequantize_row, +0 == -0 (except Q4_K, whose d*sc*q - dmin*m may
-//   be fused into one FMA on the device where the host rounds twice: up to 1 ulp of the larger term).
+// - get_rows: bit-exact against dequantize_row, +0 == -0 (except Q4_1 / Q5_1 / Q2_K / Q4_K /
+//   Q5_K, whose d*sc*q - dmin*m (d*q + m) may be fused into one FMA on the device where the host rounds twice: up to 1
+//   ulp of the larger term).
 // - rmsnorm: f32 arithmetic over <= 4096 values, rsqrt to a few ulp: 1e-5 relative per element.
 // - qkv_finish: q in f32, angle in double, cos/sin to f32: 1e-5 of |a| + |b| of each rotated pair;
 //   the f16 cache entries: half an f16 ulp (2^-11 relative) plus that, so 1e-3 of |a| + |b|.
@@ -165,6 +166,68 @@ std::vector<uint8_t> random_matrix(GgmlType type, int64_t rows, int64_t cols, st
           put16(p + 208, f32_to_f16_bits(signed_scale() * 0.002f));
         }
         break;
+      case GgmlType::kQ5_0:
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          uint8_t* p = row + b * 22;
+          put16(p, f32_to_f16_bits(signed_scale() * 0.5f));
+          for (int i = 2; i < 22; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+        }
+        break;
+      case GgmlType::kQ4_1:
+      case GgmlType::kQ5_1: {
+        const int bb = type == GgmlType::kQ4_1 ? 20 : 24;
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          uint8_t* p = row + b * bb;
+          put16(p, f32_to_f16_bits(scale(rng) * 0.2f));
+          put16(p + 2, f32_to_f16_bits(signed_scale() * 2.0f));
+          for (int i = 4; i < bb; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+        }
+        break;
+      }
+      case GgmlType::kIQ4_NL:
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          uint8_t* p = row + b * 18;
+          put16(p, f32_to_f16_bits(signed_scale() * 0.05f));
+          for (int i = 2; i < 18; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+        }
+        break;
+      case GgmlType::kMXFP4:
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          uint8_t* p = row + b * 17;
+          p[0] = static_cast<uint8_t>(118 + byte(rng) % 8);  // scales 2^-10 .. 2^-3
+          for (int i = 1; i < 17; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+        }
+        break;
+      case GgmlType::kIQ4_XS:
+        for (int64_t b = 0; b < cols / 256; ++b) {
+          uint8_t* p = row + b * 136;
+          put16(p, f32_to_f16_bits(signed_scale() * 0.002f));
+          for (int i = 2; i < 136; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+        }
+        break;
+      case GgmlType::kQ2_K:
+        for (int64_t b = 0; b < cols / 256; ++b) {
+          uint8_t* p = row + b * 84;
+          for (int i = 0; i < 80; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+          put16(p + 80, f32_to_f16_bits(scale(rng) * 0.1f));
+          put16(p + 82, f32_to_f16_bits(scale(rng) * 0.1f));
+        }
+        break;
+      case GgmlType::kQ3_K:
+        for (int64_t b = 0; b < cols / 256; ++b) {
+          uint8_t* p = row + b * 110;
+          for (int i = 0; i < 108; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+          put16(p + 108, f32_to_f16_bits(signed_scale() * 0.01f));
+        }
+        break;
+      case GgmlType::kQ5_K:
+        for (int64_t b = 0; b < cols / 256; ++b) {
+          uint8_t* p = row + b * 176;
+          put16(p, f32_to_f16_bits(scale(rng) * 0.005f));
+          put16(p + 2, f32_to_f16_bits(scale(rng) * 0.01f));
+          for (int i = 4; i < 176; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+        }
+        break;
     }
   }
   return m;
@@ -296,6 +359,11 @@ class Checker {
         return {36, 96, 4128};  // 36: rows that are not a multiple of 16 bytes (per-element path)
       case GgmlType::kQ8_0:
       case GgmlType::kQ4_0:
+      case GgmlType::kQ4_1:
+      case GgmlType::kQ5_0:
+      case GgmlType::kQ5_1:
+      case GgmlType::kIQ4_NL:
+      case GgmlType::kMXFP4:
         return {32, 96, 4128};  // 1, 3 and 129 blocks
       default:
         return {256, 768, 4352};  // 1, 3 and 17 super-blocks
@@ -355,8 +423,10 @@ class Checker {
   }
 
   void check_matmul_all() {
-    const GgmlType types[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
-                              GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K};
+    const GgmlType types[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+                              GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                              GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
+                              GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4};
     const int64_t ns[] = {1, 2, 3, 5, 8, 9, 17, 64, 100, 256};
     const int64_t rows_set[] = {1, 31, 257};
     for (GgmlType t : types) {
@@ -430,8 +500,10 @@ class Checker {
   }
 
   void check_gate_up_all() {
-    const GgmlType types[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
-                              GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K};
+    const GgmlType types[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+                              GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                              GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
+                              GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4};
     const int64_t ns[] = {1, 3, 9, 100};
     for (GgmlType t : types) {
       if (!matmul_supports(static_cast<int>(t))) continue;
@@ -472,8 +544,10 @@ class Checker {
       KernelCheckResult r;
       r.name = name;
       r.shape = shape;
-      // Exact, except Q4_K: 1 ulp of the larger of d*sc*q and dmin*m (a fused multiply-add).
-      const bool fused_ok = type == GgmlType::kQ4_K;
+      // Exact, except the types with a min (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K): 1 ulp of the larger of
+      // d*sc*q and dmin*m (a fused multiply-add).
+      const bool fused_ok = type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ2_K ||
+                            type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1;
       r.tolerance = fused_ok ? 1.0 : 0.0;  // in ulps (see above); max_rel_err holds ulps here
       std::vector<float> ref(static_cast<size_t>(cols));
       // Bit-identical, except that +0 and -0 count as equal: the host computes d * q (-0 for q = 0
@@ -503,10 +577,7 @@ class Checker {
           for (int64_t c = 0; c < cols; ++c) {
             const float got = out[i * cols + c];
             if (same(got, ref[c])) continue;
-            const ggml::BlockQ4_K* b = reinterpret_cast<const ggml::BlockQ4_K*>(row) + c / 256;
-            uint8_t sc, mm;
-            ggml::q4_k_scale_min(static_cast<int>((c % 256) / 32), b->scales, &sc, &mm);
-            const double term = std::max(std::fabs(ggml::fp16_to_f32(b->d) * sc * 15.0), std::fabs(static_cast<double>(ggml::fp16_to_f32(b->dmin)) * mm));
+            const double term = min_term_magnitude(type, row, c);
             const double err = std::fabs(static_cast<double>(got) - ref[c]);
             r.max_rel_err = std::max(r.max_rel_err, std::isfinite(err) ? err / (std::max(term, 1e-30) * 0x1p-23) : INFINITY);
           }
@@ -518,9 +589,48 @@ class Checker {
     });
   }
 
+  // max(|d * sc * q_max|, |dmin * m|) of element c of a row of a type with mins.
+  static double min_term_magnitude(GgmlType type, const uint8_t* row, int64_t c) {
+    uint8_t sc, mm;
+    uint16_t d, dmin;
+    int q_max;
+    if (type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1) {
+      // d at byte 0 and m at byte 2 of a 20- or 24-byte block; q up to 15 or 31, no sub-scale
+      const int64_t bb = type == GgmlType::kQ4_1 ? 20 : 24;
+      std::memcpy(&d, row + (c / 32) * bb, 2);
+      std::memcpy(&dmin, row + (c / 32) * bb + 2, 2);
+      sc = 1;
+      mm = 1;
+      q_max = type == GgmlType::kQ4_1 ? 15 : 31;
+    } else if (type == GgmlType::kQ2_K) {
+      const ggml::BlockQ2_K* b = reinterpret_cast<const ggml::BlockQ2_K*>(row) + c / 256;
+      sc = b->scales[(c % 256) / 16] & 0xF;
+      mm = b->scales[(c % 256) / 16] >> 4;
+      d = b->d;
+      dmin = b->dmin;
+      q_max = 3;
+    } else if (type == GgmlType::kQ5_K) {
+      const ggml::BlockQ5_K* b = reinterpret_cast<const ggml::BlockQ5_K*>(row) + c / 256;
+      ggml::q4_k_scale_min(static_cast<int>((c % 256) / 32), b->scales, &sc, &mm);
+      d = b->d;
+      dmin = b->dmin;
+      q_max = 31;
+    } else {
+      const ggml::BlockQ4_K* b = reinterpret_cast<const ggml::BlockQ4_K*>(row) + c / 256;
+      ggml::q4_k_scale_min(static_cast<int>((c % 256) / 32), b->scales, &sc, &mm);
+      d = b->d;
+      dmin = b->dmin;
+      q_max = 15;
+    }
+    return std::max(std::fabs(static_cast<double>(ggml::fp16_to_f32(d)) * sc * q_max),
+                    std::fabs(static_cast<double>(ggml::fp16_to_f32(dmin)) * mm));
+  }
+
   void check_get_rows_all() {
-    const GgmlType types[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
-                              GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K};
+    const GgmlType types[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+                              GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                              GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
+                              GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4};
     for (GgmlType t : types) {
       if (!matmul_supports(static_cast<int>(t))) continue;
       const auto cols = cols_for(t);

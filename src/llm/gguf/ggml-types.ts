@@ -98,7 +98,24 @@ const BY_ID = new Map<number, GgmlTypeTraits>(
  * The tensor types the engine decodes (native/ggml/types.cc); test/llm-gguf-types.test.ts holds
  * this list to the engine's own table. A file with any other type cannot be loaded.
  */
-export const ENGINE_TENSOR_TYPES: readonly GgmlTypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
+export const ENGINE_TENSOR_TYPES: readonly GgmlTypeName[] = [
+  'F32',
+  'F16',
+  'BF16',
+  'Q8_0',
+  'Q4_0',
+  'Q4_1',
+  'Q5_0',
+  'Q5_1',
+  'Q2_K',
+  'Q3_K',
+  'Q4_K',
+  'Q5_K',
+  'Q6_K',
+  'IQ4_NL',
+  'IQ4_XS',
+  'MXFP4',
+];
 
 /** The traits of a type id, or undefined for an id ggml does not (or no longer) define. */
 export function ggmlTypeTraits(id: number): GgmlTypeTraits | undefined {

@@ -64,6 +64,15 @@ void launch_get_rows(const DeviceMatrix& w, const int32_t* ids, int64_t n, float
     case quant::kQ4_0: launch_type<quant::kQ4_0>(w, ids, n, out, true, stream); break;
     case quant::kQ4_K: launch_type<quant::kQ4_K>(w, ids, n, out, true, stream); break;
     case quant::kQ6_K: launch_type<quant::kQ6_K>(w, ids, n, out, true, stream); break;
+    case quant::kIQ4_NL: launch_type<quant::kIQ4_NL>(w, ids, n, out, true, stream); break;
+    case quant::kIQ4_XS: launch_type<quant::kIQ4_XS>(w, ids, n, out, true, stream); break;
+    case quant::kMXFP4: launch_type<quant::kMXFP4>(w, ids, n, out, true, stream); break;
+    case quant::kQ5_0: launch_type<quant::kQ5_0>(w, ids, n, out, true, stream); break;
+    case quant::kQ4_1: launch_type<quant::kQ4_1>(w, ids, n, out, true, stream); break;
+    case quant::kQ5_1: launch_type<quant::kQ5_1>(w, ids, n, out, true, stream); break;
+    case quant::kQ2_K: launch_type<quant::kQ2_K>(w, ids, n, out, true, stream); break;
+    case quant::kQ3_K: launch_type<quant::kQ3_K>(w, ids, n, out, true, stream); break;
+    case quant::kQ5_K: launch_type<quant::kQ5_K>(w, ids, n, out, true, stream); break;
     default: break;
   }
 }

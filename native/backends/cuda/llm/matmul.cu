@@ -23,7 +23,16 @@ bool matmul_supports(int type) {
     case quant::kQ8_0:
     case quant::kQ4_0:
     case quant::kQ4_K:
-    case quant::kQ6_K: return true;
+    case quant::kQ4_1:
+    case quant::kQ5_1:
+    case quant::kQ5_0:
+    case quant::kQ2_K:
+    case quant::kQ3_K:
+    case quant::kQ5_K:
+    case quant::kQ6_K:
+    case quant::kIQ4_NL:
+    case quant::kIQ4_XS:
+    case quant::kMXFP4: return true;
     default: return false;
   }
 }

@@ -237,6 +237,15 @@ void launch_tile(int type, const TileArgs& a, cudaStream_t stream) {
     case quant::kQ4_0: launch_tile_type<quant::kQ4_0, kGateUp>(a, stream); break;
     case quant::kQ4_K: launch_tile_type<quant::kQ4_K, kGateUp>(a, stream); break;
     case quant::kQ6_K: launch_tile_type<quant::kQ6_K, kGateUp>(a, stream); break;
+    case quant::kIQ4_NL: launch_tile_type<quant::kIQ4_NL, kGateUp>(a, stream); break;
+    case quant::kIQ4_XS: launch_tile_type<quant::kIQ4_XS, kGateUp>(a, stream); break;
+    case quant::kMXFP4: launch_tile_type<quant::kMXFP4, kGateUp>(a, stream); break;
+    case quant::kQ5_0: launch_tile_type<quant::kQ5_0, kGateUp>(a, stream); break;
+    case quant::kQ4_1: launch_tile_type<quant::kQ4_1, kGateUp>(a, stream); break;
+    case quant::kQ5_1: launch_tile_type<quant::kQ5_1, kGateUp>(a, stream); break;
+    case quant::kQ2_K: launch_tile_type<quant::kQ2_K, kGateUp>(a, stream); break;
+    case quant::kQ3_K: launch_tile_type<quant::kQ3_K, kGateUp>(a, stream); break;
+    case quant::kQ5_K: launch_tile_type<quant::kQ5_K, kGateUp>(a, stream); break;
     default: break;
   }
 }

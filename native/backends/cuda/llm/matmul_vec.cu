@@ -223,6 +223,15 @@ void launch_vec(int type, const VecArgs& a, int nn, cudaStream_t stream) {
     case quant::kQ4_0: launch_vec_type<quant::kQ4_0, kGateUp>(a, nn, stream); break;
     case quant::kQ4_K: launch_vec_type<quant::kQ4_K, kGateUp>(a, nn, stream); break;
     case quant::kQ6_K: launch_vec_type<quant::kQ6_K, kGateUp>(a, nn, stream); break;
+    case quant::kIQ4_NL: launch_vec_type<quant::kIQ4_NL, kGateUp>(a, nn, stream); break;
+    case quant::kIQ4_XS: launch_vec_type<quant::kIQ4_XS, kGateUp>(a, nn, stream); break;
+    case quant::kMXFP4: launch_vec_type<quant::kMXFP4, kGateUp>(a, nn, stream); break;
+    case quant::kQ5_0: launch_vec_type<quant::kQ5_0, kGateUp>(a, nn, stream); break;
+    case quant::kQ4_1: launch_vec_type<quant::kQ4_1, kGateUp>(a, nn, stream); break;
+    case quant::kQ5_1: launch_vec_type<quant::kQ5_1, kGateUp>(a, nn, stream); break;
+    case quant::kQ2_K: launch_vec_type<quant::kQ2_K, kGateUp>(a, nn, stream); break;
+    case quant::kQ3_K: launch_vec_type<quant::kQ3_K, kGateUp>(a, nn, stream); break;
+    case quant::kQ5_K: launch_vec_type<quant::kQ5_K, kGateUp>(a, nn, stream); break;
     default: break;
   }
 }
@@ -239,6 +248,15 @@ void launch_scalar(int type, const VecArgs& a, int64_t n, cudaStream_t stream) {
     case quant::kQ4_0: matmul_scalar_kernel<quant::kQ4_0, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
     case quant::kQ4_K: matmul_scalar_kernel<quant::kQ4_K, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
     case quant::kQ6_K: matmul_scalar_kernel<quant::kQ6_K, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kIQ4_NL: matmul_scalar_kernel<quant::kIQ4_NL, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kIQ4_XS: matmul_scalar_kernel<quant::kIQ4_XS, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kMXFP4: matmul_scalar_kernel<quant::kMXFP4, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kQ5_0: matmul_scalar_kernel<quant::kQ5_0, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kQ4_1: matmul_scalar_kernel<quant::kQ4_1, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kQ5_1: matmul_scalar_kernel<quant::kQ5_1, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kQ2_K: matmul_scalar_kernel<quant::kQ2_K, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kQ3_K: matmul_scalar_kernel<quant::kQ3_K, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
+    case quant::kQ5_K: matmul_scalar_kernel<quant::kQ5_K, kGateUp><<<grid, kVecThreads, 0, stream>>>(a, n); break;
     default: break;
   }
 }
