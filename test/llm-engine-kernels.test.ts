@@ -14,7 +14,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SimdLevel } from '../src/native/surface.js';
 import { engineInfo } from '../src/native/gemm.js';
-import { dequantize, f32ToF16, quantize, type QuantType } from './helpers/ggml-quants.js';
+import { dequantize, f16ToF32, f32ToF16, quantize, type QuantType } from './helpers/ggml-quants.js';
 import { loadTestingAddon } from './helpers/testing-addon.js';
 
 const addon = loadTestingAddon();
@@ -220,6 +220,25 @@ describe('activation quantization is byte-identical to the scalar quantizer', ()
       for (const level of simdLevels) expect(addon.llmKernelCheck('quantize', { format, x }, level), level).toEqual(scalar);
     });
   }
+});
+
+describe("Q8A's scale is ggml's block_q8_0 scale: amax / 127 rounded to f16", () => {
+  it('on every level, for random blocks of many magnitudes (subnormal f16 scales and the overflow edge included)', () => {
+    const blocks = 64;
+    const x = randomVector(32 * blocks, 17, 1);
+    // magnitudes from 1e-9 (an f16-subnormal or zero scale) to 8e6 (amax / 127 near f16's 65504 limit)
+    for (let b = 0; b < blocks; b++) for (let i = 0; i < 32; i++) x[b * 32 + i] = x[b * 32 + i]! * 10 ** (-9 + (16 * b) / blocks);
+    for (const level of ['scalar', ...simdLevels]) {
+      const bytes = addon.llmKernelCheck('quantize', { format: 'q8a', x }, level) as Uint8Array;
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      for (let b = 0; b < blocks; b++) {
+        let amax = 0;
+        for (let i = 0; i < 32; i++) amax = Math.max(amax, Math.abs(x[b * 32 + i]!));
+        const expected = f16ToF32(f32ToF16(Math.fround(amax / 127)));
+        expect(view.getFloat32(b * 36, true), `${level} block ${b}`).toBe(expected);
+      }
+    }
+  });
 });
 
 describe('attention, SiLU and GELU kernels match the scalar ones', () => {

@@ -12,6 +12,7 @@
 // the CPU's integer dot products consume are the CPU backend's: backends/cpu/activation_quant.h.)
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -164,6 +165,25 @@ inline float fp16_to_f32(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+// f32 -> f16, rounding to nearest even (as F16C's vcvtps2ph and ggml's GGML_FP32_TO_FP16 do):
+// overflow to infinity, subnormal halves below 2^-14, NaN kept a NaN.
+inline uint16_t f32_to_fp16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u);  // NaN, infinity
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // 65520 and up round to infinity
+  if (abs < 0x38800000u) {  // below 2^-14: a subnormal half, m * 2^-24 (the product is exact)
+    float a;
+    std::memcpy(&a, &abs, 4);
+    return sign | static_cast<uint16_t>(std::lrintf(a * 16777216.0f));
+  }
+  // Rebias the exponent (127 -> 15) and round the mantissa's 13 dropped bits to nearest even.
+  const uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
+  return sign | static_cast<uint16_t>((rounded - 0x38000000u) >> 13);
 }
 
 inline float bf16_to_f32(uint16_t h) {

@@ -1,4 +1,5 @@
-// Reference activation quantizers (see activation_quant.h): round to nearest, scale amax / 127.
+// Reference activation quantizers (see activation_quant.h): round to nearest, scale amax / 127
+// (Q8A's rounded to f16).
 #include "activation_quant.h"
 
 #include <algorithm>
@@ -14,9 +15,9 @@ void quantize_row_q8a(const float* x, BlockQ8A* y, int64_t n) {
     const float* v = x + i * kQK;
     float amax = 0.0f;
     for (int l = 0; l < kQK; ++l) amax = std::max(amax, std::fabs(v[l]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = d;
+    // As ggml's x86 quantize_row_q8_0: the values scaled by 127 / amax, the scale kept as f16.
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    y[i].d = q8a_scale(amax);
     for (int l = 0; l < kQK; ++l) y[i].qs[l] = static_cast<int8_t>(std::lrintf(v[l] * id));
   }
 }

@@ -385,7 +385,7 @@ QUANT_TARGET void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
 
 // ---------------------------------------------------------------- activation quantization
 
-// amax / 127 and its inverse exactly as quantize_row_q8a computes them; then v * id rounded to
+// The scale and 127 / amax exactly as quantize_row_q8a computes them; then v * id rounded to
 // nearest even (vcvtps2dq under the default MXCSR, like lrintf) and packed with saturation.
 QUANT_TARGET inline float hmax_ps(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -413,9 +413,9 @@ QUANT_TARGET void quantize_q8a(const float* x, BlockQ8A* y, int64_t n) {
     const float* v = x + i * kQK;
     __m256 m = _mm256_max_ps(abs_ps(_mm256_loadu_ps(v)), abs_ps(_mm256_loadu_ps(v + 8)));
     m = _mm256_max_ps(m, _mm256_max_ps(abs_ps(_mm256_loadu_ps(v + 16)), abs_ps(_mm256_loadu_ps(v + 24))));
-    const float d = hmax_ps(m) / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = d;
+    const float amax = hmax_ps(m);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    y[i].d = q8a_scale(amax);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs), quantize32(v, _mm256_set1_ps(id)));
   }
 }
