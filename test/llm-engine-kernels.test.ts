@@ -228,8 +228,8 @@ describe("Q8A's scale is ggml's block_q8_0 scale: amax / 127 rounded to f16", ()
     const x = randomVector(32 * blocks, 17, 1);
     // magnitudes from 1e-9 (an f16-subnormal or zero scale) to 8e6 (amax / 127 near f16's 65504 limit)
     for (let b = 0; b < blocks; b++) for (let i = 0; i < 32; i++) x[b * 32 + i] = x[b * 32 + i]! * 10 ** (-9 + (16 * b) / blocks);
-    for (const level of ['scalar', ...simdLevels]) {
-      const bytes = addon.llmKernelCheck('quantize', { format: 'q8a', x }, level) as Uint8Array;
+    for (const level of ['scalar' as const, ...simdLevels]) {
+      const bytes = addon.llmKernelCheck('quantize', { format: 'q8a', x }, level);
       const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       for (let b = 0; b < blocks; b++) {
         let amax = 0;

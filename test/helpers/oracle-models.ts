@@ -102,7 +102,9 @@ export const ORACLE_ARCHS: Record<string, OracleArchWriter> = {
 };
 
 /** The weight types every architecture is recorded with. */
-export const ORACLE_WEIGHT_TYPES: readonly QuantType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
+export const ORACLE_WEIGHT_TYPES: readonly QuantType[] = [
+  'F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL', 'IQ4_XS', 'MXFP4',
+];
 
 /**
  * Largest accepted max |engine - llama.cpp| over all positions' logits, divided by the largest
@@ -117,6 +119,15 @@ export const LOGITS_TOLERANCE: Record<QuantType, number> = {
   Q4_0: 5e-2,
   Q4_K: 5e-2,
   Q6_K: 5e-2,
+  Q4_1: 5e-2,
+  Q5_0: 5e-2,
+  Q5_1: 5e-2,
+  Q2_K: 5e-2,
+  Q3_K: 5e-2,
+  Q5_K: 5e-2,
+  IQ4_NL: 5e-2,
+  IQ4_XS: 5e-2,
+  MXFP4: 5e-2,
 };
 
 /**
