@@ -92,6 +92,7 @@ const ENGINE_LABEL: Record<Engine, string> = {
   'llama-bench': 'llama.cpp native (llama-bench)',
   'llama.cpp': 'llama.cpp prebuilt (node-llama-cpp)',
 };
+const RATIO_LABEL: Record<Engine, string> = { ours: 'ours', 'llama-bench': 'ours / native', 'llama.cpp': 'ours / prebuilt' };
 const TYPES = ['Q8_0', 'Q4_K', 'F16', 'Q4_K_M', 'Q5_K_M', 'Q3_K_M'];
 
 /** One engine's figures on one file; NaN where the engine does not measure it. */
@@ -279,7 +280,7 @@ export default async function run(): Promise<void> {
       const x = median((results.get(`${t} ${e}`) ?? []).map(get));
       return [x, refused ? 'cannot load' : Number.isFinite(x) ? x.toFixed(digits) : '-'];
     };
-    console.log(`| measurement | ${engines.map((e) => ENGINE_LABEL[e]).join(' | ')} |${peers.map((e) => ` ours / ${e} |`).join('')}`);
+    console.log(`| measurement | ${engines.map((e) => ENGINE_LABEL[e]).join(' | ')} |${peers.map((e) => ` ${RATIO_LABEL[e]} |`).join('')}`);
     console.log(`|---|${engines.map(() => '---:|').join('')}${peers.map(() => '---:|').join('')}`);
     for (const [label, get, digits] of rows) {
       const cells = engines.map((e) => cell(e, get, digits));
