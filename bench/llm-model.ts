@@ -1,10 +1,14 @@
 // Synthetic TinyLlama-1.1B-shaped GGUF files for bench/llm.bench.ts: the real architecture
 // (dim 2048, 22 layers, 32 heads, 4 KV heads, FFN 5632, vocab 32000, context 2048) with random
-// weights, written once per tensor type (Q8_0, Q4_K) into bench/out/llm/ and reused afterwards.
+// weights, written once per tensor type (Q8_0, Q4_K, F16) into bench/out/llm/ and reused afterwards.
+// The F16 file (2.2 GiB) is the source llama-quantize makes the mixed recipes from
+// (bench/llm-recipe-model.ts: Q4_K_M, Q5_K_M, Q3_K_M).
 //
 // The weights are random *quantized blocks* (random quants, scales chosen so each matrix has a
 // standard deviation of about 1/sqrt(2048)), generated directly in the block layout: quantizing
 // 1.1 billion floats with the reference quantizers would take far longer than the benchmark.
+// F16 weights are uniform in [-a, a] (a = sqrt(3) x that standard deviation), drawn through a
+// 65,536-entry table of halves indexed by random 16-bit words.
 // The tokenizer metadata (`tokenizer.ggml.*`, the Llama 2 32k SentencePiece vocabulary) is copied
 // from ../shared/fixtures/llama-2-tiny-random.gguf when that file exists, else synthesised.
 // The output row of the EOS token (id 2) is zero, so its logit is 0 while the maximum of 32,000
@@ -21,7 +25,7 @@ import { readGguf } from '../src/llm/gguf/index.js';
 import type { GgufEntry, GgufValueTypeName } from '../src/llm/gguf/types.js';
 import { f32ToF16 } from '../test/helpers/ggml-quants.js';
 
-export type BenchWeightType = 'Q8_0' | 'Q4_K';
+export type BenchWeightType = 'Q8_0' | 'Q4_K' | 'F16';
 export type BenchVariant = 'random' | 'markov';
 
 export const TINYLLAMA = {
@@ -41,7 +45,7 @@ const EOS = 2;
 // Bumped whenever the generated content changes, so a stale cached file is rebuilt.
 const GENERATOR_VERSION = 1;
 
-const TYPE_ID: Record<string, number> = { F32: 0, Q8_0: 8, Q4_K: 12 };
+const TYPE_ID: Record<string, number> = { F32: 0, F16: 1, Q8_0: 8, Q4_K: 12 };
 const VALUE_TYPE: Record<GgufValueTypeName, number> = {
   UINT8: 0, INT8: 1, UINT16: 2, INT16: 3, UINT32: 4, INT32: 5, FLOAT32: 6, BOOL: 7, STRING: 8, ARRAY: 9, UINT64: 10, INT64: 11, FLOAT64: 12,
 };
@@ -167,7 +171,7 @@ function tensorList(type: BenchWeightType, variant: BenchVariant = 'random'): Te
   return t;
 }
 
-const BLOCK = { F32: { elems: 1, bytes: 4 }, Q8_0: { elems: 32, bytes: 34 }, Q4_K: { elems: 256, bytes: 144 } } as const;
+const BLOCK = { F32: { elems: 1, bytes: 4 }, F16: { elems: 1, bytes: 2 }, Q8_0: { elems: 32, bytes: 34 }, Q4_K: { elems: 256, bytes: 144 } } as const;
 
 function tensorBytes(t: TensorSpec): number {
   const n = t.dims.reduce((a, b) => a * b, 1);
@@ -194,6 +198,15 @@ const TARGET_STD = 1 / Math.sqrt(2048);
 const Q8_0_D = f32ToF16(TARGET_STD / 73.6);
 const Q4_K_D = f32ToF16(TARGET_STD / 258);
 const Q4_K_DMIN = f32ToF16((7.5 * TARGET_STD) / 258);
+let f16Table: Uint16Array | null = null;
+/** Halves uniform in [-sqrt(3) std, sqrt(3) std], indexed by a random 16-bit word. */
+function uniformF16Table(): Uint16Array {
+  if (!f16Table) {
+    const a = Math.sqrt(3) * TARGET_STD;
+    f16Table = new Uint16Array(65536).map((_, i) => f32ToF16((((i + 0.5) / 65536) * 2 - 1) * a));
+  }
+  return f16Table;
+}
 
 /** Writes `rows` rows of random blocks for tensor t into buf (whole rows). */
 function fillRows(t: TensorSpec, buf: Uint8Array, firstRow: number, rows: number, state: Uint32Array): void {
@@ -205,7 +218,11 @@ function fillRows(t: TensorSpec, buf: Uint8Array, firstRow: number, rows: number
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const { bytes } = BLOCK[t.type];
   const nBlocks = buf.byteLength / bytes;
-  if (t.type === 'Q8_0') {
+  if (t.type === 'F16') {
+    const halves = new Uint16Array(buf.buffer, buf.byteOffset, buf.byteLength >>> 1);
+    const table = uniformF16Table();
+    for (let i = 0; i < halves.length; i++) halves[i] = table[halves[i]!]!;
+  } else if (t.type === 'Q8_0') {
     for (let b = 0; b < nBlocks; b++) {
       const o = b * bytes;
       view.setUint16(o, Q8_0_D, true);
@@ -242,7 +259,7 @@ export async function ensureBenchModel(type: BenchWeightType, log: (s: string) =
   const metadata: GgufEntry[] = [
     { key: 'general.architecture', type: 'STRING', value: 'llama' },
     { key: 'general.name', type: 'STRING', value: `TinyLlama-1.1B-shaped ${variant} ${type}` },
-    u32('general.file_type', type === 'Q8_0' ? 7 : 14), // MOSTLY_Q8_0, MOSTLY_Q4_K_S
+    u32('general.file_type', { Q8_0: 7, Q4_K: 14, F16: 1 }[type]), // MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_F16
     u32('llama.context_length', context),
     u32('llama.embedding_length', dim),
     u32('llama.block_count', layers),
@@ -284,7 +301,7 @@ export async function ensureBenchModel(type: BenchWeightType, log: (s: string) =
     write(head);
     const pad = (Math.ceil(pos / 32) * 32) - pos;
     write(new Uint8Array(pad));
-    const state = Uint32Array.from([0x9e3779b9, 0x243f6a88, 0xb7e15162, type === 'Q8_0' ? 0x12345678 : 0x87654321]);
+    const state = Uint32Array.from([0x9e3779b9, 0x243f6a88, 0xb7e15162, { Q8_0: 0x12345678, Q4_K: 0x87654321, F16: 0x2468ace0 }[type]]);
     const chunk = new Uint8Array(8 << 20);
     for (const t of tensors) {
       const rows = t.dims.slice(1).reduce((a, b) => a * b, 1);

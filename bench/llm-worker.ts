@@ -1,7 +1,8 @@
 // One engine on one model file, in its own process (so that its resident memory is its own):
 // started by bench/llm.bench.ts as
 //   node --import tsx bench/llm-worker.ts '<WorkerJob JSON>'
-// and answering with one line `RESULT <WorkerResult JSON>` on stdout.
+// and answering with one line `RESULT <WorkerResult JSON>` on stdout, or, when the engine cannot
+// load the file (a tensor type it does not support), `LOAD_ERROR <message JSON>` and exit status 3.
 //
 // Engines: "ours" (src/llm/engine) and "llama.cpp" (node-llama-cpp, loaded from the path the
 // parent resolved; never a dependency of the project). Both run greedy decoding on the same
@@ -205,7 +206,13 @@ async function llamaCppRunner(job: WorkerJob): Promise<Runner> {
 async function main(): Promise<void> {
   const job = JSON.parse(process.argv[2] ?? '{}') as WorkerJob;
   const t0 = performance.now();
-  const runner = job.engine === 'ours' ? await oursRunner(job) : await llamaCppRunner(job);
+  let runner: Runner;
+  try {
+    runner = job.engine === 'ours' ? await oursRunner(job) : await llamaCppRunner(job);
+  } catch (e) {
+    process.stdout.write(`LOAD_ERROR ${JSON.stringify(e instanceof Error ? e.message : String(e))}\n`);
+    process.exit(3); // stdout to a pipe is synchronous on Linux: the line is out; node-llama-cpp may hold handles open
+  }
   const loadSeconds = (performance.now() - t0) / 1000;
 
   // Warm-up: pages in the whole mapped file, starts threads, sizes buffers.
