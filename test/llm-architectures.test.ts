@@ -293,7 +293,7 @@ describe('phi3', () => {
   });
 });
 
-describe("llama.cpp's greedy decoding (recorded by scripts/record-architectures.mts)", () => {
+describe("llama.cpp's greedy decoding (recorded by scripts/oracle/record-architectures.mts)", () => {
   const recorded = JSON.parse(fs.readFileSync(path.join(__dirname, 'data/architectures-llama-cpp.json'), 'utf8')) as {
     prompt: number[];
     greedy: Record<string, number[]>;

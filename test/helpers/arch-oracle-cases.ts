@@ -1,5 +1,5 @@
 // The models whose greedy decoding llama.cpp recorded into test/data/architectures-llama-cpp.json
-// (scripts/record-architectures.mts), rebuilt by the test from the same options: one small random
+// (scripts/oracle/record-architectures.mts), rebuilt by the test from the same options: one small random
 // model per architecture with each switch on (windows shorter than the decoding, soft-caps that
 // bite, LongRoPE's long factors, Llama 3's rope_freqs), a SentencePiece vocabulary llama.cpp loads.
 import { archModel, type ArchModel, type ArchModelOptions } from './arch-models.js';

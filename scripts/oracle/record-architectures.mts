@@ -1,18 +1,18 @@
 // Records llama.cpp's greedy decoding of the small models of test/helpers/arch-oracle-cases.ts
 // (qwen3, gemma2, gemma3, phi3, Llama 3) into test/data/architectures-llama-cpp.json, for
-// test/llm-architectures.test.ts. It uses the node-llama-cpp of scripts/oracle (install it there
+// test/llm-architectures.test.ts. It uses the node-llama-cpp installed here (install it
 // first: scripts/oracle/README.md):
 //
-//   node --import tsx scripts/record-architectures.mts     # from the project root; a few seconds
+//   node --import tsx scripts/oracle/record-architectures.mts     # from the project root; a few seconds
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { getLlama, LlamaLogLevel } from './oracle/node_modules/node-llama-cpp/dist/index.js';
-import { ARCH_ORACLE_CASES, ARCH_ORACLE_PROMPT, ARCH_ORACLE_TOKENS, archOracleModel } from '../test/helpers/arch-oracle-cases.ts';
-import { writeGguf } from '../test/helpers/gguf-writer.ts';
+import { getLlama, LlamaLogLevel } from './node_modules/node-llama-cpp/dist/index.js';
+import { ARCH_ORACLE_CASES, ARCH_ORACLE_PROMPT, ARCH_ORACLE_TOKENS, archOracleModel } from '../../test/helpers/arch-oracle-cases.ts';
+import { writeGguf } from '../../test/helpers/gguf-writer.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const NLC = path.join(ROOT, 'scripts/oracle/node_modules/node-llama-cpp');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'record-architectures-'));
 const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error, build: 'never' });
