@@ -112,8 +112,12 @@ export const TEXTS = [
 const b64 = (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 const writeJson = (file, value) => {
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  // One line per number array keeps the files short and their diffs readable.
-  const text = JSON.stringify(value, null, 1).replace(/\[[\d,\s-]*\]/g, (a) => a.replace(/\s+/g, ''));
+  // One line per number array keeps the files short and their diffs readable. Each such array is
+  // written compact in place of a placeholder string, so that recorded text that merely looks like
+  // an array ("[1, 2]") is kept as it is.
+  const arrays = [];
+  const compact = (key, v) => (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'number') ? `\u0000${arrays.push(JSON.stringify(v)) - 1}\u0000` : v);
+  const text = JSON.stringify(value, compact, 1).replace(/"\\u0000(\d+)\\u0000"/g, (_, i) => arrays[Number(i)]);
   fs.writeFileSync(file, text + '\n');
   console.log(`wrote ${path.relative(ROOT, file)}`);
 };
