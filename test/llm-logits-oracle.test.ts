@@ -19,6 +19,10 @@
 //  - Q8_0, Q4_0: 2.0e-2 / 1.3-2.0e-2. This engine's 8-bit activation blocks (Q8A) keep their scale
 //    in f32 where ggml's block_q8_0 rounds it to f16, and the small difference decorrelates the
 //    two quantizations; the f64 reference is 1.9-2.6e-2 from either. 5e-2.
+// Mixture of experts (qwen3moe, mixtral: 4 experts, 2 per token, F32 router): F32 1.3-1.6e-6, so
+// the routing (softmax, top 2, renormalized) picks the same experts with the same weights as
+// llama.cpp; Q8_0 1.3-1.8e-2, Q4_K 9.1e-3 (qwen3moe) / 5.7e-7 (mixtral): the same activation
+// rounding as the dense models, under the same tolerances.
 // A real bug moves the logits far more (the perturbation tests below, measured): a RoPE pairing
 // swap 0.93, dropped Q/K/V biases 1.1, rope.freq_base 20000 for 10000 0.17, and even the same
 // weights quantized as Q8_0 instead of Q4_0 0.42 of the logits' range.
