@@ -90,7 +90,7 @@ describe.each(Object.keys(models) as Array<keyof typeof models>)('%s', (name) =>
       expect(s.sets, `layer ${l}`).toBeGreaterThanOrEqual(3);
     }
     const { logits, info } = await engineLogits(m.file, tokens);
-    expect(info.architecture).toBe(o.arch);
+    expect(info).toMatchObject({ architecture: o.arch, expertCount: o.experts.count, expertUsedCount: o.experts.used, expertFeedForwardLength: o.experts.ffn });
     expect(compare(logits, expected)).toBeLessThan(TOL);
   });
 
