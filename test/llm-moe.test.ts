@@ -198,6 +198,18 @@ describe('bad files are refused, naming the key or tensor', () => {
     const m = build({ ...o, seed: 52 });
     await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow(message);
   });
+
+  it('a router of NaNs (a broken file) routes somewhere and answers, without crashing', async () => {
+    const m = archModel({ ...q, vocab: plainVocab(VOCAB), seed: 54 });
+    for (const t of m.spec.tensors ?? []) {
+      if (t.name === 'blk.0.ffn_gate_inp.weight') t.data = (t.data as Float32Array).map((v, i) => (i % 3 === 0 ? NaN : v));
+      if (t.name === 'blk.1.ffn_gate_inp.weight') t.data = (t.data as Float32Array).map(() => NaN);
+    }
+    const file = path.join(dir, 'nan-router.gguf');
+    writeGguf(file, m.spec);
+    const { logits } = await engineLogits(file, prompt(5, 15));
+    expect(logits.length).toBe(5 * VOCAB);
+  });
 });
 
 describe('served end to end over the chat API', () => {
