@@ -325,7 +325,23 @@ void CpuBackend::moe_ffn(const LayerWeights& l, const float* x, float* y) {
     }
     matmul_multi(ws.data(), ys.data(), static_cast<int>(ws.size()), x, 1, mm_);
     mm_.kernels->silu_mul(moe_h_.data(), moe_u_.data(), k * ff);
-    for (int64_t r = 0; r < k; ++r) matmul(view(l.moe_down, moe_expert_[r], dim), moe_h_.data() + r * ff, 1, out + r * dim, mm_);
+    // The k down projections in one parallel region rather than k (each is small: waking the
+    // threads k times per layer cost more than the products on a busy machine). Items are
+    // blocks of an expert's rows, each a one-thread matmul of a row view (its input quantized
+    // per item: ff_exp values, little next to the block's rows).
+    constexpr int64_t kBlockRows = 128;
+    const int64_t blocks = (dim + kBlockRows - 1) / kBlockRows;
+    const int threads = static_cast<int>(std::min<int64_t>(mm_.threads, std::max<int64_t>(1, k * dim * ff >> 15)));
+    const SimdLevel level = mm_.level;
+    parallel_dynamic(k * blocks, threads, [&](int64_t item) {
+      static thread_local MatmulContext local(1, level);
+      if (local.level != level) local = MatmulContext(1, level);
+      const int64_t r = item / blocks, first = (item % blocks) * kBlockRows, rows = std::min(kBlockRows, dim - first);
+      WeightMatrix block = view(l.moe_down, moe_expert_[r], dim);
+      block.data += first * block.row_bytes;
+      block.rows = rows;
+      matmul(block, moe_h_.data() + r * ff, 1, out + r * dim + first, local);
+    });
   } else {
     // Bucket the slots by expert (counting sort: slots of one expert stay in token order).
     std::fill(moe_first_.begin(), moe_first_.end(), 0);
