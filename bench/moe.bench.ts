@@ -1,8 +1,9 @@
-// Mixture-of-experts decoding against a dense model with the same active parameters: a random
-// qwen3moe (8 experts of 1024, 2 per token) and a random qwen3 whose FFN is 2048 wide, otherwise
-// the same shape (1024 wide, 4 layers, 8 heads, MOE_BENCH_TYPE weights). Decoding one sequence,
-// the MoE model reads only its 2 chosen experts' weights per layer (as many bytes as the dense
-// FFN) though it holds 4x as many; the goal is decode within 1.2x of the dense model. Prefill
+// Mixture-of-experts decoding against a dense model with the same active parameters: random
+// qwen3moe files (8 experts of 1024, 2 per token, as Mixtral routes; 32 experts of 256, 8 per
+// token, as Qwen3-30B-A3B routes) and a random qwen3 whose FFN is 2048 wide, otherwise the same
+// shape (1024 wide, 4 layers, 8 heads, MOE_BENCH_TYPE weights). Decoding one sequence, a MoE
+// model reads only its chosen experts' weights per layer (as many bytes as the dense FFN) though
+// it holds 4x as many; the goal is decode within 1.2x of the dense model. Prefill
 // (128 tokens in one step) reads every expert its tokens chose, once.
 // The two models alternate for MOE_BENCH_ROUNDS rounds and the median counts.
 //
@@ -33,6 +34,7 @@ const base = { vocab: plainVocab(VOCAB), nEmbd: 1024, nLayer: 4, nHead: 8, nHead
 const MODELS: Record<string, Omit<ArchModelOptions, 'vocab'> & { vocab: ArchModelOptions['vocab'] }> = {
   'dense (qwen3, FFN 2048)': { ...base, arch: 'qwen3' },
   'MoE (qwen3moe, 8 x 1024, top 2)': { ...base, arch: 'qwen3moe', experts: { count: 8, used: 2, ffn: 1024 } },
+  'MoE (qwen3moe, 32 x 256, top 8)': { ...base, arch: 'qwen3moe', experts: { count: 32, used: 8, ffn: 256 } },
 };
 
 /** Matrix parameters: all of them, and those one token's step reads. */
@@ -51,7 +53,7 @@ export default async function run(): Promise<void> {
   fs.mkdirSync(OUT, { recursive: true });
   const files: Record<string, string> = {};
   for (const [name, o] of Object.entries(MODELS)) {
-    const file = path.join(OUT, `${o.arch}-${type}.gguf`);
+    const file = path.join(OUT, `${o.arch}${o.experts ? `-${o.experts.count}x${o.experts.ffn}` : ''}-${type}.gguf`);
     if (!fs.existsSync(file)) writeGguf(file, archModel(o).spec);
     files[name] = file;
   }
@@ -86,6 +88,6 @@ export default async function run(): Promise<void> {
     })),
     (v) => v.toFixed(1),
   );
-  console.log(`\nMoE / dense decode time: ${(median(decode[names[1]!]!) / median(decode[names[0]!]!)).toFixed(2)}x`);
+  for (const name of names.slice(1)) console.log(`\n${name} / dense decode time: ${(median(decode[name]!) / median(decode[names[0]!]!)).toFixed(2)}x`);
   fs.writeFileSync(path.join(OUT, `moe-${type}.json`), JSON.stringify({ type, threads, rounds, decode, prefill }, null, 2));
 }
