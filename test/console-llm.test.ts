@@ -133,7 +133,7 @@ describe('the LLM pages in the browser', () => {
     expect(await mambaRow.textContent()).toContain('cannot load (below)');
     expect(await mambaRow.getByRole('button').count()).toBe(0);
     const cannot = page.locator('.problems').filter({ has: page.getByRole('heading', { name: 'Files the engine cannot load' }) });
-    expect(await cannot.textContent()).toContain("mamba-chat.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3, bert, nomic-bert)");
+    expect(await cannot.textContent()).toContain("mamba-chat.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, bert, nomic-bert)");
     await screenshotBothWidths(page, '30-library');
   });
 

@@ -16,7 +16,7 @@
 //  - seeded sampling: valid tokens, the same seed twice gives the same tokens;
 //  - CUDA graphs on and off give the same tokens;
 //  - a grammar's mask in the sample kernel, log-probabilities, and prefix-cached blocks;
-//  - the decoder architectures without CUDA kernels yet (qwen3, gemma2, gemma3, phi3) are a load
+//  - the decoder architectures without CUDA kernels yet (qwen3, gemma2, gemma3, phi3) and mixture-of-experts files are a load
 //    error that names them; Llama 3's rope_freqs give the CPU's logits.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -120,6 +120,14 @@ describe.skipIf(!hasGpu)('architectures', () => {
       const file = path.join(dir, `arch-${arch}.gguf`);
       writeGguf(file, archModel({ ...small, arch }).spec);
       await expect(loadModel(file, { backend: 'cuda' })).rejects.toThrow(`architecture '${arch}' is not supported on the CUDA backend yet`);
+    }
+  });
+
+  it('mixture-of-experts files (qwen3moe, Mixtral-style llama) are a load error that says so', async () => {
+    for (const arch of ['qwen3moe', 'llama'] as const) {
+      const file = path.join(dir, `moe-${arch}.gguf`);
+      writeGguf(file, archModel({ ...small, arch, experts: { count: 4, used: 2, ffn: small.nFf } }).spec);
+      await expect(loadModel(file, { backend: 'cuda' })).rejects.toThrow('mixture-of-experts models are not supported on the CUDA backend yet');
     }
   });
 

@@ -53,6 +53,7 @@ describe('f32 forward pass matches the reference (1e-4 relative)', () => {
     expect(info.architecture).toBe('llama');
     expect(info.ropeStyle).toBe('adjacent');
     expect(info.tiedOutput).toBe(false);
+    expect(info).toMatchObject({ expertCount: 0, expertUsedCount: 0, expertFeedForwardLength: 0 });
     expect(info.headCountKv).toBe(2);
     expect(compare(logits, referenceLogits(m.config, m.weights, tokens), 96)).toBeLessThan(1e-4);
   });

@@ -54,7 +54,7 @@ describe('files the engine cannot load', () => {
     const why = Object.fromEntries(list.models.map((m) => [m.file, m.unsupported]));
     expect(why).toEqual({
       'fine.gguf': null,
-      'mamba.gguf': "architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3, bert, nomic-bert)",
+      'mamba.gguf': "architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, bert, nomic-bert)",
       'iq.gguf': `tensor types IQ2_XXS (1 tensor), IQ3_S (2 tensors) are not supported (supported: ${SUPPORTED})`,
     });
     const table = await runCli(['library', 'list'], env);

@@ -30,6 +30,10 @@
 //    same, except gemma's GeGLU: ggml's CPU GELU reads an f16 table (ARCH_TOLERANCE_FLOOR), so
 //    gemma2 / gemma3 F32 are 1.8e-4 / 4.2e-4 away, and their quantized files 0.8-2.7e-2 (the GELU
 //    differences then flip 8-bit roundings).
+// Mixture of experts (qwen3moe, mixtral: 4 experts, 2 per token, F32 router): F32 1.3-1.6e-6, so
+// the routing (softmax, top 2, renormalized) picks the same experts with the same weights as
+// llama.cpp; Q8_0 1.3-1.8e-2, Q4_K 9.1e-3 (qwen3moe) / 5.7e-7 (mixtral): the same activation
+// rounding as the dense models, under the same tolerances.
 // A real bug moves the logits far more (the perturbation tests below, measured): a RoPE pairing
 // swap 0.93, dropped Q/K/V biases 1.1, rope.freq_base 20000 for 10000 0.17, and even the same
 // weights quantized as Q8_0 instead of Q4_0 0.42 of the logits' range.

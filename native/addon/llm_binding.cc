@@ -412,6 +412,9 @@ Napi::Value ModelInfo(const Napi::CallbackInfo& info) {
   o.Set("headCountKv", num(static_cast<double>(c.n_kv_heads)));
   o.Set("headDim", num(static_cast<double>(c.head_dim)));
   o.Set("feedForwardLength", num(static_cast<double>(c.ffn_dim)));
+  o.Set("expertCount", num(static_cast<double>(c.n_experts)));
+  o.Set("expertUsedCount", num(static_cast<double>(c.n_experts_used)));
+  o.Set("expertFeedForwardLength", num(static_cast<double>(c.expert_ffn_dim)));
   o.Set("vocabSize", num(static_cast<double>(c.vocab)));
   o.Set("contextLength", num(static_cast<double>(e.context_length())));
   o.Set("trainContextLength", num(static_cast<double>(c.train_context)));

@@ -26,7 +26,7 @@ namespace platform::llm {
 using ggml::WeightMatrix;
 
 struct ModelConfig {
-  std::string architecture;  // "llama", "qwen2", "qwen3", "gemma2", "gemma3" or "phi3"
+  std::string architecture;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3" or "phi3"
   int64_t dim = 0;           // embedding length
   int64_t n_layers = 0;
   int64_t n_heads = 0;
@@ -52,8 +52,16 @@ struct ModelConfig {
   bool has_qk_norm = false;     // per-head RMSNorm of q and k before RoPE (qwen3, gemma3)
   bool has_post_norms = false;  // x += norm(f(norm(x))) around attention and FFN (gemma2, gemma3)
   bool has_sliding_window = false;  // some layers attend to their last `window` positions only
+  // Mixture of experts (qwen3moe, Mixtral-style llama): every layer's FFN is n_experts experts
+  // of expert_ffn_dim, each token routed to n_experts_used of them (softmax over the router's
+  // logits, top k, the k weights renormalized to sum 1, as llama.cpp does for both). 0: dense.
+  int64_t n_experts = 0;
+  int64_t n_experts_used = 0;
+  int64_t expert_ffn_dim = 0;
   int32_t bos_token = -1;
   std::vector<int32_t> eos_tokens;  // eos and eot ids
+
+  bool is_moe() const { return n_experts > 0; }
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -71,7 +79,11 @@ struct LayerWeights {
   const float* inv_freq = nullptr;  // [rope_dim / 2] this layer's RoPE frequencies
   int64_t window = 0;               // > 0: a token at p attends to positions p - window + 1 .. p
   WeightMatrix wq, wk, wv, wo;     // [q_dim, dim] [kv_dim, dim] [kv_dim, dim] [dim, q_dim]
-  WeightMatrix w_gate, w_up, w_down;  // [ffn, dim] [ffn, dim] [dim, ffn]
+  WeightMatrix w_gate, w_up, w_down;  // [ffn, dim] [ffn, dim] [dim, ffn] (empty in a MoE layer)
+  // A MoE layer's router and experts (config.is_moe()): the router [n_experts, dim]; each 3-D
+  // GGUF tensor as one matrix of every expert's rows in turn, expert e's rows starting at
+  // e * ff_exp (gate, up: [n_experts * ff_exp, dim]) or e * dim (down: [n_experts * dim, ff_exp]).
+  WeightMatrix moe_router, moe_gate, moe_up, moe_down;
 };
 
 struct ModelWeights {
@@ -169,6 +181,13 @@ class Backend {
   }
   // h[t] = act(W_gate x[t]) * (W_up x[t]), act = config.ffn_activation
   virtual void gate_up(const LayerWeights& l, const float* x, float* h) = 0;
+  // Mixture-of-experts FFN (config.is_moe()), x [n][dim] the normed input, y [n][dim] the residual:
+  //   y[t] += sum over the k experts e token t chooses of w_e * down_e(silu(gate_e x[t]) * up_e x[t])
+  // with the routing of ModelConfig::n_experts_used. Backends without it reject MoE models in bind().
+  virtual void moe_ffn(const LayerWeights& l, const float* x, float* y) {
+    (void)l, (void)x, (void)y;
+    throw std::logic_error("this backend has no mixture-of-experts FFN");
+  }
   // logits[n_logits][vocab] = xn W_output^T (then final_softcap, where set)
   virtual void output(const float* xn, float* logits) = 0;
   // After the step: the logits rows in host memory (a copy for a device).

@@ -36,6 +36,17 @@ WeightMatrix matrix(const GgufFile& f, const std::string& name, int64_t rows, in
   return w;
 }
 
+WeightMatrix stacked_matrices(const GgufFile& f, const std::string& name, int64_t count, int64_t rows, int64_t cols) {
+  const GgufTensor& t = require_tensor(f, name, {cols, rows, count});
+  WeightMatrix w;
+  w.type = t.type;
+  w.rows = count * rows;
+  w.cols = cols;
+  w.row_bytes = ggml::row_bytes(t.type, cols);
+  w.data = t.data;
+  return w;
+}
+
 WeightMatrix row_view(const WeightMatrix& m, int64_t first, int64_t count) {
   WeightMatrix v = m;
   v.rows = count;

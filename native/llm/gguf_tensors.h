@@ -19,6 +19,9 @@ std::string shape_string(const std::vector<int64_t>& dims);
 const ggml::GgufTensor& require_tensor(const ggml::GgufFile& f, const std::string& name, const std::vector<int64_t>& dims);
 // A 2-D GGUF tensor [cols, rows] as a row-major [rows, cols] matrix (a view into the mapping).
 ggml::WeightMatrix matrix(const ggml::GgufFile& f, const std::string& name, int64_t rows, int64_t cols);
+// A 3-D GGUF tensor [cols, rows, count] (a mixture of experts' stacked matrices) as one row-major
+// [count * rows, cols] matrix: matrix i's rows start at row i * rows.
+ggml::WeightMatrix stacked_matrices(const ggml::GgufFile& f, const std::string& name, int64_t count, int64_t rows, int64_t cols);
 // Rows [first, first + count) of m, a view into the same data (a fused tensor's part).
 ggml::WeightMatrix row_view(const ggml::WeightMatrix& m, int64_t first, int64_t count);
 // The first n values of a tensor as f32 (any type), or the 1-D tensor `name` of n values.

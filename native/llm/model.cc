@@ -45,7 +45,7 @@ StageProfile::~StageProfile() {
   if (!enabled_) return;
   static const char* const names[kCount] = {"embed+rope angles", "rmsnorm", "matmul q,k,v", "rope+kv write",
                                             "attention", "matmul wo+residual", "gate,up+act",
-                                            "matmul down+residual", "output norm+matmul"};
+                                            "matmul down+residual", "output norm+matmul", "moe ffn+residual"};
   static const char* const classes[kClasses] = {"1 token", "2-32 tokens", ">32 tokens"};
   for (int c = 0; c < kClasses; ++c) {
     if (steps_[c] == 0) continue;
@@ -62,7 +62,7 @@ StageProfile::~StageProfile() {
 
 namespace {
 
-const char* const kArchitectures[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
+const char* const kArchitectures[] = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"};
 
 bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3"; }
 
@@ -144,7 +144,33 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     if (!cap || !(*cap >= 0.0) || !std::isfinite(*cap)) throw GgufError("metadata key '" + p + "final_logit_softcapping' must be a number >= 0");
     c.final_softcap = static_cast<float>(*cap);
   }
-  c.has_qk_norm = *arch == "qwen3" || *arch == "gemma3";
+  c.has_qk_norm = *arch == "qwen3" || *arch == "qwen3moe" || *arch == "gemma3";
+
+  // Mixture of experts, as llama.cpp reads it: qwen3moe always (experts of
+  // expert_feed_forward_length, default feed_forward_length / expert_used_count); llama when
+  // expert_count is set above 0 (Mixtral: experts of feed_forward_length). Both route by softmax,
+  // top expert_used_count, weights renormalized (llama.cpp's norm_w, no expert_weights_scale).
+  const std::string count_key = p + "expert_count", used_key = p + "expert_used_count";
+  const bool moe = *arch == "qwen3moe" || (*arch == "llama" && f.find(count_key) && f.get_uint(count_key).value_or(1) > 0);
+  if (moe) {
+    c.n_experts = require_uint(f, count_key);
+    if (const ggml::GgufValue* u = f.find(used_key); u != nullptr && u->type == ggml::GgufValueType::kArray) {
+      throw GgufError("metadata key '" + used_key + "' as a per-layer array is not supported");
+    }
+    if (!f.find(used_key)) throw GgufError("missing metadata key '" + used_key + "' (" + std::to_string(c.n_experts) + " experts)");
+    const auto used = f.get_uint(used_key);
+    if (!used || *used == 0 || static_cast<int64_t>(*used) > c.n_experts) {
+      throw GgufError("metadata key '" + used_key + "' must be between 1 and expert_count (" + std::to_string(c.n_experts) + ")");
+    }
+    c.n_experts_used = static_cast<int64_t>(*used);
+    const std::string ff_key = p + "expert_feed_forward_length";
+    c.expert_ffn_dim = *arch == "qwen3moe" && f.find(ff_key) ? require_uint(f, ff_key)
+                       : *arch == "qwen3moe"                 ? c.ffn_dim / c.n_experts_used
+                                                             : c.ffn_dim;
+    if (c.expert_ffn_dim <= 0) throw GgufError("expert feed-forward length is 0");
+  } else if (f.tensor("blk.0.ffn_gate_inp.weight") != nullptr) {
+    throw GgufError("tensor 'blk.0.ffn_gate_inp.weight' (an expert router) needs metadata key '" + count_key + "' above 0");
+  }
 
   // Sliding-window layers, as llama.cpp reads them: gemma2 (window default 4096, every other
   // layer from the first: pattern 2) and gemma3 (only when the file sets a window; 5 local
@@ -281,7 +307,13 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
       L.ffn_post_norm = keep(vector_f32(f, b + "post_ffw_norm.weight", c.dim));
     }
     L.ffn_norm = keep(vector_f32(f, b + "ffn_norm.weight", c.dim));
-    if (*arch == "phi3" && f.tensor(b + "ffn_gate.weight") == nullptr) {
+    if (c.is_moe()) {
+      const int64_t ne = c.n_experts, ff = c.expert_ffn_dim;
+      L.moe_router = matrix(f, b + "ffn_gate_inp.weight", ne, c.dim);
+      L.moe_gate = stacked_matrices(f, b + "ffn_gate_exps.weight", ne, ff, c.dim);
+      L.moe_up = stacked_matrices(f, b + "ffn_up_exps.weight", ne, ff, c.dim);
+      L.moe_down = stacked_matrices(f, b + "ffn_down_exps.weight", ne, c.dim, ff);
+    } else if (*arch == "phi3" && f.tensor(b + "ffn_gate.weight") == nullptr) {
       // Fused gate and up (phi3): ffn_up [dim, 2 * ffn], the gate's rows first.
       const WeightMatrix up = matrix(f, b + "ffn_up.weight", 2 * c.ffn_dim, c.dim);
       L.w_gate = row_view(up, 0, c.ffn_dim);
@@ -290,7 +322,7 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
       L.w_gate = matrix(f, b + "ffn_gate.weight", c.ffn_dim, c.dim);
       L.w_up = matrix(f, b + "ffn_up.weight", c.ffn_dim, c.dim);
     }
-    L.w_down = matrix(f, b + "ffn_down.weight", c.dim, c.ffn_dim);
+    if (!c.is_moe()) L.w_down = matrix(f, b + "ffn_down.weight", c.dim, c.ffn_dim);
     // llama.cpp's set_swa_pattern: layer l slides when l % pattern < pattern - 1.
     const bool local = window > 0 && l % pattern < pattern - 1;
     L.window = local ? window : 0;
@@ -373,9 +405,14 @@ void Model::forward(const std::vector<BatchEntry>& batch, Backend& be) {
       be.matmul_add(L.wo, att, s.n(), x);  // x += att Wo^T
     }
     mark(StageProfile::kWo);
-    // --- gated feed-forward (SiLU, or GELU for gemma) ---
+    // --- gated feed-forward (SiLU, or GELU for gemma), or the mixture of experts ---
     be.rmsnorm(xb, x, L.ffn_norm, false);
     mark(StageProfile::kNorm);
+    if (c.is_moe()) {
+      be.moe_ffn(L, xb, x);  // x += the routed experts' weighted outputs
+      mark(StageProfile::kMoe);
+      continue;
+    }
     be.gate_up(L, xb, hb);
     mark(StageProfile::kGateUp);
     if (L.ffn_post_norm != nullptr) {

@@ -1,4 +1,4 @@
-// A decoder loaded from a GGUF file (llama, qwen2, qwen3, gemma2, gemma3, phi3: one forward pass,
+// A decoder loaded from a GGUF file (llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3: one forward pass,
 // the architectures' differences are switches in ModelConfig and LayerWeights), and its forward
 // pass.
 //
@@ -39,7 +39,7 @@ struct BatchEntry {
 // stderr when the model is destroyed). Off, it costs one branch per stage.
 class StageProfile {
  public:
-  enum Stage { kEmbed, kNorm, kQkv, kRopeKv, kAttention, kWo, kGateUp, kDown, kOutput, kCount };
+  enum Stage { kEmbed, kNorm, kQkv, kRopeKv, kAttention, kWo, kGateUp, kDown, kOutput, kMoe, kCount };
   static constexpr int kClasses = 3;  // 1 token, 2..32 tokens, more
 
   StageProfile();

@@ -248,7 +248,7 @@ export interface NativeFinishEvent {
 export type NativeLlmEvent = NativeTokenEvent | NativeFinishEvent;
 
 export interface NativeModelInfo {
-  architecture: 'llama' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3' | 'phi3';
+  architecture: 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma2' | 'gemma3' | 'phi3';
   ggufVersion: number;
   embeddingLength: number;
   blockCount: number;
@@ -256,6 +256,10 @@ export interface NativeModelInfo {
   headCountKv: number;
   headDim: number;
   feedForwardLength: number;
+  /** Mixture of experts: experts per layer, experts each token uses, each expert's FFN width (0, 0, 0: dense). */
+  expertCount: number;
+  expertUsedCount: number;
+  expertFeedForwardLength: number;
   vocabSize: number;
   contextLength: number;
   trainContextLength: number;

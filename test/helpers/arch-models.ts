@@ -1,12 +1,12 @@
-// Small random GGUF decoders of the architectures beyond llama / qwen2 (qwen3, gemma2, gemma3,
-// phi3, and llama as Llama 3 files are), written with llama.cpp's tensor names and metadata keys,
+// Small random GGUF decoders of the architectures beyond llama / qwen2 (qwen3, qwen3moe, gemma2,
+// gemma3, phi3, and llama as Llama 3 and Mixtral files are), written with llama.cpp's tensor names and metadata keys,
 // plus the f64 reference configuration (llm-reference.ts) that says what each file means: what
 // llama.cpp reads from those keys, restated here from its definitions.
 import { dequantize, quantize, type QuantType } from './ggml-quants.js';
 import { gv, seededRandom, vocabMetadata, type GgufWriteSpec, type GgufWriteTensor, type GgufWriteValue, type TinyVocab } from './gguf-writer.js';
 import type { ReferenceConfig } from './llm-reference.js';
 
-export type Architecture = 'llama' | 'qwen3' | 'gemma2' | 'gemma3' | 'phi3';
+export type Architecture = 'llama' | 'qwen3' | 'qwen3moe' | 'gemma2' | 'gemma3' | 'phi3';
 
 export interface ArchModelOptions {
   arch: Architecture;
@@ -32,6 +32,13 @@ export interface ArchModelOptions {
   ropeFreqs?: ArrayLike<number>;
   /** phi3: rope_factors_long / rope_factors_short tensors and rope.scaling.type 'longrope'. */
   longRope?: { long: ArrayLike<number>; short: ArrayLike<number>; originalContext: number; attnFactor: number };
+  /**
+   * Mixture of experts (qwen3moe always, llama as Mixtral): `count` experts, `used` per token,
+   * each of `ffn` hidden units (qwen3moe: expert_feed_forward_length; llama: feed_forward_length,
+   * so there ffn must equal nFf). The router ffn_gate_inp stays F32, as llama.cpp's quantizer
+   * leaves it.
+   */
+  experts?: { count: number; used: number; ffn: number };
   /** Type of the 2-D matrices (norms and RoPE factors stay F32). Default F32. */
   weightType?: QuantType;
   name?: string;
@@ -80,7 +87,10 @@ export function archModel(o: ArchModelOptions): ArchModel {
   const norm = () => 1 + rnd.normal() * 0.1;
   const fused = a === 'phi3';
   const gemma = a === 'gemma2' || a === 'gemma3';
-  const qkNorm = a === 'qwen3' || a === 'gemma3';
+  const qkNorm = a === 'qwen3' || a === 'qwen3moe' || a === 'gemma3';
+  const experts = o.experts;
+  if (a === 'qwen3moe' && !experts) throw new Error('arch-models: qwen3moe needs experts');
+  if (experts && a === 'llama' && experts.ffn !== o.nFf) throw new Error("arch-models: llama's experts are feed_forward_length wide");
 
   add('token_embd.weight', [o.nEmbd, nVocab], random, wt);
   if (o.ropeFreqs) add('rope_freqs.weight', [hd / 2], () => Float32Array.from(o.ropeFreqs!));
@@ -104,6 +114,14 @@ export function archModel(o: ArchModelOptions): ArchModel {
     add(p + 'attn_output.weight', [qd, o.nEmbd], random, wt);
     if (gemma) add(p + 'post_attention_norm.weight', [o.nEmbd], norm);
     add(p + 'ffn_norm.weight', [o.nEmbd], norm);
+    if (experts) {
+      // 3-D tensors [cols, rows, expert]: one expert's matrix after another.
+      add(p + 'ffn_gate_inp.weight', [o.nEmbd, experts.count], random);
+      add(p + 'ffn_gate_exps.weight', [o.nEmbd, experts.ffn, experts.count], random, wt);
+      add(p + 'ffn_up_exps.weight', [o.nEmbd, experts.ffn, experts.count], random, wt);
+      add(p + 'ffn_down_exps.weight', [experts.ffn, o.nEmbd, experts.count], random, wt);
+      continue;
+    }
     if (fused) add(p + 'ffn_up.weight', [o.nEmbd, 2 * o.nFf], random, wt);
     else {
       add(p + 'ffn_gate.weight', [o.nEmbd, o.nFf], random, wt);
@@ -136,6 +154,13 @@ export function archModel(o: ArchModelOptions): ArchModel {
           [`${a}.rope.scaling.type`]: 'longrope',
           [`${a}.rope.scaling.attn_factor`]: gv.f32(o.longRope.attnFactor),
           [`${a}.rope.scaling.original_context_length`]: gv.u32(o.longRope.originalContext),
+        }
+      : {}),
+    ...(experts
+      ? {
+          [`${a}.expert_count`]: gv.u32(experts.count),
+          [`${a}.expert_used_count`]: gv.u32(experts.used),
+          ...(a === 'qwen3moe' ? { [`${a}.expert_feed_forward_length`]: gv.u32(experts.ffn) } : {}),
         }
       : {}),
     ...vocabMetadata(o.vocab),
@@ -183,7 +208,9 @@ function referenceConfig(o: ArchModelOptions, md: Record<string, GgufWriteValue>
     cfg.ropeFactors = o.longRope.short;
     cfg.ropeAttnFactor = o.longRope.attnFactor;
   }
-  if (a === 'qwen3' || a === 'gemma3') cfg.qkNorm = true;
+  if (a === 'qwen3' || a === 'qwen3moe' || a === 'gemma3') cfg.qkNorm = true;
+  // Both route as llama.cpp's build_moe_ffn with softmax gating and norm_w: top k, renormalized.
+  if (o.experts) cfg.moe = { nExpert: o.experts.count, nUsed: o.experts.used, nFfExp: o.experts.ffn, renormalize: true };
   if (a === 'gemma2' || a === 'gemma3') {
     cfg.postNorms = true;
     cfg.embedScale = Math.sqrt(o.nEmbd);

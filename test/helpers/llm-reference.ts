@@ -2,7 +2,7 @@
 // embedding lookup, RMSNorm, RoPE (adjacent pairs for llama GGUF files, NeoX halves for the
 // others), grouped-query attention with a causal mask, SiLU-gated FFN, output projection (tied to
 // token_embd when output.weight is absent). The optional switches of ReferenceConfig are the
-// other architectures' differences (qwen3, gemma2, gemma3, phi3), written from their definitions
+// other architectures' differences (qwen3, gemma2, gemma3, phi3; qwen3moe and Mixtral's experts), written from their definitions
 // (HF transformers / llama.cpp's graphs), not from the engine's code. Weights are given as f32 values by GGUF tensor name
 // (for quantized files: the *dequantized* values, so the comparison isolates the engine's own
 // arithmetic, including its 8-bit activation quantization).
@@ -44,7 +44,17 @@ export interface ReferenceConfig {
   ropeFactors?: ArrayLike<number>;
   /** cos and sin times this (LongRoPE's attention factor). */
   ropeAttnFactor?: number;
+  /**
+   * Mixture-of-experts FFN (qwen3moe, Mixtral-style llama): p = softmax(ffn_gate_inp x), the
+   * nUsed largest (lower index first on a tie), weights p / (sum of those) when renormalize, and
+   * y = sum w_e * down_e(silu(gate_e x) * up_e x) over them, expert e's matrices rows
+   * [e * rows, (e + 1) * rows) of ffn_{gate,up,down}_exps.
+   */
+  moe?: { nExpert: number; nUsed: number; nFfExp: number; renormalize: boolean };
 }
+
+/** The experts each position chose in each layer: routes[layer][position] = expert ids, best first. */
+export type Routes = number[][][];
 
 type Weights = Map<string, Float32Array>;
 
@@ -120,13 +130,13 @@ const gelu = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x
 const softcap = (x: number, cap: number | undefined) => (cap ? cap * Math.tanh(x / cap) : x);
 
 /** Logits for every position of `tokens` (one Float64Array of nVocab per position). */
-export function referenceLogits(cfg: ReferenceConfig, w: Weights, tokens: readonly number[]): Float64Array[] {
+export function referenceLogits(cfg: ReferenceConfig, w: Weights, tokens: readonly number[], routes?: Routes): Float64Array[] {
   const out = w.get('output.weight') ?? get(w, 'token_embd.weight');
-  return referenceHidden(cfg, w, tokens).map((h) => matvec(out, h, cfg.nVocab).map((v) => softcap(v, cfg.finalSoftcap)));
+  return referenceHidden(cfg, w, tokens, routes).map((h) => matvec(out, h, cfg.nVocab).map((v) => softcap(v, cfg.finalSoftcap)));
 }
 
 /** The hidden state after the output norm at every position of `tokens` (one Float64Array of nEmbd each). */
-export function referenceHidden(cfg: ReferenceConfig, w: Weights, tokens: readonly number[]): Float64Array[] {
+export function referenceHidden(cfg: ReferenceConfig, w: Weights, tokens: readonly number[], routes?: Routes): Float64Array[] {
   const { nEmbd, nHead, nHeadKv, nFf } = cfg;
   const hd = cfg.headDim ?? nEmbd / nHead;
   const qd = nHead * hd;
@@ -187,6 +197,12 @@ export function referenceHidden(cfg: ReferenceConfig, w: Weights, tokens: readon
       if (cfg.postNorms) o = rmsnorm(o, get(w, p + 'post_attention_norm.weight'), cfg.rmsEps);
       x = x.map((v2, i) => v2 + o[i]!);
       const xf = rmsnorm(x, get(w, p + 'ffn_norm.weight'), cfg.rmsEps);
+      if (cfg.moe) {
+        const moe = moeFfn(cfg.moe, w, p, xf, nEmbd);
+        ((routes ??= [])[l] ??= [])[pos] = moe.experts;
+        x = x.map((v2, i) => v2 + moe.y[i]!);
+        continue;
+      }
       const gateW = w.get(p + 'ffn_gate.weight');
       const upW = get(w, p + 'ffn_up.weight'); // phi3: gate rows then up rows, no ffn_gate
       const gate = matvec(gateW ?? rows(upW, nEmbd, 0, nFf), xf, nFf);
@@ -200,6 +216,32 @@ export function referenceHidden(cfg: ReferenceConfig, w: Weights, tokens: readon
     result.push(rmsnorm(x, get(w, 'output_norm.weight'), cfg.rmsEps));
   });
   return result;
+}
+
+const silu = (g: number) => g / (1 + Math.exp(-g));
+
+/** One token's mixture-of-experts FFN (ReferenceConfig.moe) of the normed input xf. */
+function moeFfn(moe: NonNullable<ReferenceConfig['moe']>, w: Weights, p: string, xf: Float64Array, nEmbd: number) {
+  const { nExpert, nUsed, nFfExp } = moe;
+  const logits = matvec(get(w, p + 'ffn_gate_inp.weight'), xf, nExpert);
+  const mx = Math.max(...logits);
+  const e = logits.map((v) => Math.exp(v - mx));
+  const total = e.reduce((a, b) => a + b, 0);
+  const probs = e.map((v) => v / total);
+  const experts = Array.from({ length: nExpert }, (_, i) => i)
+    .sort((a, b) => probs[b]! - probs[a]! || a - b)
+    .slice(0, nUsed);
+  const sum = moe.renormalize ? experts.reduce((s, i) => s + probs[i]!, 0) : 1;
+  const y = new Float64Array(nEmbd);
+  for (const ex of experts) {
+    const gate = matvec(rows(get(w, p + 'ffn_gate_exps.weight'), nEmbd, ex * nFfExp, nFfExp), xf, nFfExp);
+    const up = matvec(rows(get(w, p + 'ffn_up_exps.weight'), nEmbd, ex * nFfExp, nFfExp), xf, nFfExp);
+    const hidden = gate.map((g, i) => silu(g) * up[i]!);
+    const down = matvec(rows(get(w, p + 'ffn_down_exps.weight'), nFfExp, ex * nEmbd, nEmbd), hidden, nEmbd);
+    const weight = probs[ex]! / sum;
+    for (let i = 0; i < nEmbd; i++) y[i]! += weight * down[i]!;
+  }
+  return { experts, y };
 }
 
 /** A vocabulary of n plain tokens ("t0", "t1", ...), BOS 1, EOS 2. */

@@ -99,6 +99,12 @@ export const ORACLE_ARCHS: Record<string, OracleArchWriter> = {
     name: 'oracle-p-three',
     longRope: { long: ropeDivisors(1, 1), short: ropeDivisors(1, 0.1), originalContext: 32, attnFactor: 1.2 },
   }),
+  // Mixture of experts: 4 experts of 256, 2 per token, routed by an F32 ffn_gate_inp (llama.cpp's
+  // quantizer leaves routers F32), on NeoX RoPE with the Q/K norms (qwen3moe)...
+  qwen3moe: archWriter({ arch: 'qwen3moe', ropeFreqBase: 1000000, experts: { count: 4, used: 2, ffn: 256 }, name: 'oracle-qwen3moe' }),
+  // ...and as Mixtral: llama with expert_count, experts of feed_forward_length.
+  mixtral: ({ weightType, seed }) =>
+    archModel({ vocab: spmVocab(), ...SHAPE, nFf: 256, arch: 'llama', experts: { count: 4, used: 2, ffn: 256 }, weightType, seed, name: 'oracle-mixtral' }).spec,
 };
 
 /** The weight types every architecture is recorded with. */

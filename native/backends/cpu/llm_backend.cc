@@ -36,6 +36,7 @@ void CpuBackend::allocate_kv(const KvCacheLayout& layout) {
 
 int64_t CpuBackend::scratch_bytes() const {
   size_t n = tmp_.capacity() + up_.capacity();
+  for (const auto* v : {&moe_logits_, &moe_weight_, &moe_x_, &moe_h_, &moe_u_, &moe_out_}) n += v->capacity();
   for (size_t j = 0; j < rope_cos_.size(); ++j) n += rope_cos_[j].capacity() + rope_sin_[j].capacity();
   for (const auto& b : buf_) n += b.capacity();
   return static_cast<int64_t>(n * sizeof(float));
@@ -45,11 +46,24 @@ void CpuBackend::begin_step(const StepLayout& step) {
   step_ = &step;
   const int64_t n = step.n(), half = cfg_.rope_dim / 2;
   const int64_t sizes[kBufferCount] = {n * cfg_.dim, n * cfg_.dim, n * cfg_.q_dim(), n * cfg_.kv_dim(),
-                                       n * cfg_.kv_dim(), n * cfg_.q_dim(), n * cfg_.ffn_dim,
+                                       n * cfg_.kv_dim(), n * cfg_.q_dim(), cfg_.is_moe() ? 0 : n * cfg_.ffn_dim,
                                        step.n_logits() * cfg_.vocab};
   for (int b = 0; b < kBufferCount; ++b) buf_[b].resize(static_cast<size_t>(sizes[b]));
   tmp_.resize(static_cast<size_t>(n * cfg_.dim));
-  up_.resize(static_cast<size_t>(n * cfg_.ffn_dim));
+  if (cfg_.is_moe()) {
+    const int64_t k = cfg_.n_experts_used, rows = std::max(n, k);
+    moe_logits_.resize(static_cast<size_t>(n * cfg_.n_experts));
+    moe_weight_.resize(static_cast<size_t>(n * k));
+    moe_expert_.resize(static_cast<size_t>(n * k));
+    moe_slots_.resize(static_cast<size_t>(n * k));
+    moe_first_.resize(static_cast<size_t>(cfg_.n_experts + 1));
+    moe_x_.resize(static_cast<size_t>(n * cfg_.dim));
+    moe_h_.resize(static_cast<size_t>(rows * cfg_.expert_ffn_dim));
+    moe_u_.resize(static_cast<size_t>(rows * cfg_.expert_ffn_dim));
+    moe_out_.resize(static_cast<size_t>(n * k * cfg_.dim));
+  } else {
+    up_.resize(static_cast<size_t>(n * cfg_.ffn_dim));
+  }
   // RoPE angles pos * inv_freq[i] (in double: positions reach 1e5), shared by every head and
   // every layer of the same frequencies; cos and sin carry LongRoPE's attention factor.
   const double mscale = cfg_.rope_attn_factor;
@@ -248,6 +262,116 @@ void CpuBackend::gate_up(const LayerWeights& l, const float* x, float* h) {
       mm_.kernels->silu_mul(h + t0 * ff, up_.data() + t0 * ff, (t1 - t0) * ff);
     }
   });
+}
+
+namespace {
+
+// A token's routing, as llama.cpp's build_moe_ffn does it for qwen3moe and Mixtral: p =
+// softmax(logits[n_experts]); the k largest (lower index first on a tie); their weights p_e /
+// sum of the k (the sum clamped to f16's smallest normal, as llama.cpp clamps it).
+void route_token(const float* logits, int64_t n_experts, int64_t k, int32_t* experts, float* weights) {
+  // A NaN logit (a broken file) ranks last instead of breaking the sort's ordering.
+  auto key = [&](int32_t e) { return std::isnan(logits[e]) ? -INFINITY : logits[e]; };
+  static thread_local std::vector<int32_t> order;
+  order.resize(static_cast<size_t>(n_experts));
+  for (int64_t e = 0; e < n_experts; ++e) order[e] = static_cast<int32_t>(e);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+    const float ka = key(a), kb = key(b);
+    return ka > kb || (ka == kb && a < b);
+  });
+  double mx = -INFINITY, total = 0.0, sum = 0.0;
+  for (int64_t e = 0; e < n_experts; ++e) mx = std::max<double>(mx, key(static_cast<int32_t>(e)));
+  for (int64_t e = 0; e < n_experts; ++e) total += std::exp(static_cast<double>(key(static_cast<int32_t>(e))) - mx);
+  auto prob = [&](int32_t e) { return std::exp(static_cast<double>(key(e)) - mx) / total; };
+  for (int64_t r = 0; r < k; ++r) sum += prob(order[r]);
+  sum = std::max(sum, 6.103515625e-5);
+  for (int64_t r = 0; r < k; ++r) {
+    experts[r] = order[r];
+    weights[r] = static_cast<float>(prob(order[r]) / sum);
+  }
+}
+
+}  // namespace
+
+// y[t] += sum_r w[t][r] * down_e(silu(gate_e x[t]) * up_e x[t]), e = expert[t][r]. Each chosen
+// expert's matrices are read once per step: its tokens' rows are gathered and go through its
+// gate/up (one matmul_multi) and down together; in a one-token step (decoding one sequence) the
+// k experts' gate and up share the one input and run as a single matmul_multi.
+void CpuBackend::moe_ffn(const LayerWeights& l, const float* x, float* y) {
+  const int64_t n = step_->n(), dim = cfg_.dim, ne = cfg_.n_experts, k = cfg_.n_experts_used, ff = cfg_.expert_ffn_dim;
+  float* logits = moe_logits_.data();  // [n][ne]
+  matmul(l.moe_router, x, n, logits, mm_);
+  for (int64_t t = 0; t < n; ++t) route_token(logits + t * ne, ne, k, moe_expert_.data() + t * k, moe_weight_.data() + t * k);
+  auto view = [&](const WeightMatrix& m, int64_t e, int64_t rows) {  // expert e's matrix
+    WeightMatrix v = m;
+    v.rows = rows;
+    v.data = m.data + e * rows * m.row_bytes;
+    return v;
+  };
+  float* out = moe_out_.data();  // [n * k][dim]: slot t * k + r
+  if (n == 1) {
+    moe_views_.clear();
+    std::vector<const WeightMatrix*> ws;
+    std::vector<float*> ys;
+    for (int64_t r = 0; r < k; ++r) {
+      moe_views_.push_back(view(l.moe_gate, moe_expert_[r], ff));
+      moe_views_.push_back(view(l.moe_up, moe_expert_[r], ff));
+    }
+    for (int64_t r = 0; r < k; ++r) {
+      ws.push_back(&moe_views_[2 * r]);
+      ys.push_back(moe_h_.data() + r * ff);
+      ws.push_back(&moe_views_[2 * r + 1]);
+      ys.push_back(moe_u_.data() + r * ff);
+    }
+    matmul_multi(ws.data(), ys.data(), static_cast<int>(ws.size()), x, 1, mm_);
+    mm_.kernels->silu_mul(moe_h_.data(), moe_u_.data(), k * ff);
+    // The k down projections in one parallel region rather than k (each is small: waking the
+    // threads k times per layer cost more than the products on a busy machine). Items are
+    // blocks of an expert's rows, each a one-thread matmul of a row view (its input quantized
+    // per item: ff_exp values, little next to the block's rows).
+    constexpr int64_t kBlockRows = 128;
+    const int64_t blocks = (dim + kBlockRows - 1) / kBlockRows;
+    const int threads = static_cast<int>(std::min<int64_t>(mm_.threads, std::max<int64_t>(1, k * dim * ff >> 15)));
+    const SimdLevel level = mm_.level;
+    parallel_dynamic(k * blocks, threads, [&](int64_t item) {
+      static thread_local MatmulContext local(1, level);
+      if (local.level != level) local = MatmulContext(1, level);
+      const int64_t r = item / blocks, first = (item % blocks) * kBlockRows, rows = std::min(kBlockRows, dim - first);
+      WeightMatrix block = view(l.moe_down, moe_expert_[r], dim);
+      block.data += first * block.row_bytes;
+      block.rows = rows;
+      matmul(block, moe_h_.data() + r * ff, 1, out + r * dim + first, local);
+    });
+  } else {
+    // Bucket the slots by expert (counting sort: slots of one expert stay in token order).
+    std::fill(moe_first_.begin(), moe_first_.end(), 0);
+    for (int64_t i = 0; i < n * k; ++i) ++moe_first_[moe_expert_[i] + 1];
+    for (int64_t e = 0; e < ne; ++e) moe_first_[e + 1] += moe_first_[e];
+    std::vector<int32_t> next(moe_first_.begin(), moe_first_.end() - 1);
+    for (int64_t i = 0; i < n * k; ++i) moe_slots_[next[moe_expert_[i]]++] = static_cast<int32_t>(i);
+    for (int64_t e = 0; e < ne; ++e) {
+      const int32_t* slots = moe_slots_.data() + moe_first_[e];
+      const int64_t m = moe_first_[e + 1] - moe_first_[e];
+      if (m == 0) continue;
+      for (int64_t i = 0; i < m; ++i) std::copy_n(x + (slots[i] / k) * dim, dim, moe_x_.data() + i * dim);
+      const WeightMatrix gate = view(l.moe_gate, e, ff), up = view(l.moe_up, e, ff);
+      const WeightMatrix* ws[] = {&gate, &up};
+      float* ys[] = {moe_h_.data(), moe_u_.data()};  // [m][ff]
+      matmul_multi(ws, ys, 2, moe_x_.data(), m, mm_);
+      mm_.kernels->silu_mul(moe_h_.data(), moe_u_.data(), m * ff);
+      float* tmp = tmp_.data();  // [m][dim]
+      matmul(view(l.moe_down, e, dim), moe_h_.data(), m, tmp, mm_);
+      for (int64_t i = 0; i < m; ++i) std::copy_n(tmp + i * dim, dim, out + static_cast<int64_t>(slots[i]) * dim);
+    }
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    float* yt = y + t * dim;
+    for (int64_t r = 0; r < k; ++r) {
+      const float w = moe_weight_[t * k + r];
+      const float* o = out + (t * k + r) * dim;
+      for (int64_t i = 0; i < dim; ++i) yt[i] += w * o[i];
+    }
+  }
 }
 
 void CpuBackend::output(const float* xn, float* logits) {

@@ -45,6 +45,7 @@ class CpuBackend final : public Backend {
   void matmul_add(const WeightMatrix& w, const float* x, int64_t rows, float* y) override;
   void matmul_norm_add(const WeightMatrix& w, const float* x, int64_t rows, const float* norm, float* y) override;
   void gate_up(const LayerWeights& l, const float* x, float* h) override;
+  void moe_ffn(const LayerWeights& l, const float* x, float* y) override;
   void output(const float* xn, float* logits) override;
   const float* host_logits() override { return buf_[kLogits].data(); }
   const float* host_hidden() override { return buf_[kXb].data(); }
@@ -74,6 +75,16 @@ class CpuBackend final : public Backend {
   std::vector<const float*> rope_freqs_;
   std::vector<std::vector<float>> rope_cos_, rope_sin_;
   size_t rope_table(const float* inv_freq) const;
+
+  // Mixture-of-experts scratch (moe_ffn: the routing, then each chosen expert over its tokens):
+  // router logits [n][n_experts]; each token's k experts and weights [n][k]; per expert its
+  // tokens' slots t * k + rank, bucketed (moe_first_ [n_experts + 1] offsets into moe_slots_
+  // [n * k]); the gathered rows [n][dim], their gate and up [max(n, k)][ff_exp], and every slot's
+  // expert output [n * k][dim] (summed per token in rank order, so a token's sum is the same
+  // whatever else the step holds).
+  std::vector<float> moe_logits_, moe_weight_, moe_x_, moe_h_, moe_u_, moe_out_;
+  std::vector<int32_t> moe_expert_, moe_first_, moe_slots_;
+  std::vector<WeightMatrix> moe_views_;
 };
 
 }  // namespace platform::cpu

@@ -330,7 +330,7 @@ export class LlmModel {
   }
 }
 
-/** Loads a GGUF decoder (llama, qwen2, qwen3, gemma2, gemma3 or phi3; F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K) off the JS thread. */
+/** Loads a GGUF decoder (llama with or without experts, qwen2, qwen3, qwen3moe, gemma2, gemma3 or phi3; F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K) off the JS thread. */
 export async function loadModel(path: string, options: LoadModelOptions = {}): Promise<LlmModel> {
   const addon = loadAddon();
   const model = new LlmModel(addon);

@@ -7,7 +7,7 @@ import { EMBEDDING_ARCHITECTURES } from '../embed/index.js';
 import { ENGINE_TENSOR_TYPES, type GgufFile } from '../gguf/index.js';
 
 /** The decoder architectures the engine runs (native/llm/model.cc). */
-export const DECODER_ARCHITECTURES: readonly string[] = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3'];
+export const DECODER_ARCHITECTURES: readonly string[] = ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'gemma2', 'gemma3', 'phi3'];
 
 /** Why the engine cannot load the file, in one sentence, or null when it can. */
 export function unsupportedReason(file: GgufFile, architecture: string): string | null {

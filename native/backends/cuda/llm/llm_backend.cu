@@ -97,6 +97,7 @@ class CudaBackend final : public Backend {
     cfg_ = c;
     // The kernels here have no Q/K norms, post-norms, soft-capping, sliding windows, GELU or
     // per-layer RoPE tables yet: a model that needs one is refused rather than run wrong.
+    if (c.is_moe()) throw std::runtime_error("mixture-of-experts models are not supported on the CUDA backend yet");
     if (c.architecture != "llama" && c.architecture != "qwen2") {
       throw std::runtime_error("architecture '" + c.architecture + "' is not supported on the CUDA backend yet");
     }
