@@ -32,8 +32,8 @@
 //    differences then flip 8-bit roundings).
 // Mixture of experts (qwen3moe, mixtral: 4 experts, 2 per token, F32 router): F32 1.3-1.6e-6, so
 // the routing (softmax, top 2, renormalized) picks the same experts with the same weights as
-// llama.cpp; Q8_0 1.3-1.8e-2, Q4_K 9.1e-3 (qwen3moe) / 5.7e-7 (mixtral): the same activation
-// rounding as the dense models, under the same tolerances.
+// llama.cpp; Q8_0 0 to 1.3e-7, Q4_K 9.1e-3 (qwen3moe, a rounding flip) / 5.7e-7 (mixtral): the
+// same activation rounding as the dense models, under the same tolerances.
 // A real bug moves the logits far more (the perturbation tests below, measured): a RoPE pairing
 // swap 0.93, dropped Q/K/V biases 1.1, rope.freq_base 20000 for 10000 0.17, and even the same
 // weights quantized as Q8_0 instead of Q4_0 0.42 of the logits' range.
