@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadModel, type LoadModelOptions } from '../src/llm/engine/index.js';
 import { archModel, type Architecture, type ArchModelOptions } from './helpers/arch-models.js';
 import { ARCH_ORACLE_CASES, ARCH_ORACLE_PROMPT, ARCH_ORACLE_TOKENS, archOracleModel } from './helpers/arch-oracle-cases.js';
-import { writeGguf } from './helpers/gguf-writer.js';
+import { tinyModel, writeGguf, type GgufWriteSpec, type GgufWriteTensor } from './helpers/gguf-writer.js';
 import type { TestHost } from './helpers/in-process-host.js';
 import { libraryHost } from './helpers/library.js';
 import { spmVocab } from './helpers/llm-models.js';
@@ -290,6 +290,87 @@ describe('phi3', () => {
       const m = build({ ...shape, arch: 'phi3', seed: 64, longRope, omit: [missing] });
       await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow(`missing tensor '${missing}'`);
     }
+  });
+});
+
+describe('what the loader checks before it sizes anything, and the forms llama.cpp also reads', () => {
+  /** A file from a spec, after `edit` changed its metadata or tensors. */
+  function edited(o: Omit<ArchModelOptions, 'vocab'>, edit: (spec: GgufWriteSpec) => void) {
+    const m = archModel({ vocab: plainVocab(VOCAB), ...o });
+    edit(m.spec);
+    const file = path.join(dir, `m${fileNo++}.gguf`);
+    writeGguf(file, m.spec);
+    return file;
+  }
+
+  it('a key_length the query matrix does not hold is refused, naming the tensor, before any table is sized from it', async () => {
+    // 2^31: once 8 GiB of RoPE tables before the first shape check.
+    const file = edited({ ...shape, arch: 'qwen3', headDim: 16, seed: 70 }, (spec) => {
+      spec.metadata!['qwen3.attention.key_length'] = { type: 'UINT32', value: 2 ** 31 };
+      spec.metadata!['qwen3.attention.value_length'] = { type: 'UINT32', value: 2 ** 31 };
+    });
+    await expect(loadModel(file, { threads: 1 })).rejects.toThrow(
+      "tensor 'blk.0.attn_q.weight' has shape [32, 64], expected [32, 8589934592] (4 heads of 2147483648)",
+    );
+  });
+
+  it('a rope_freqs factor that is 0 or not a number is refused, naming the tensor', async () => {
+    for (const bad of [0, NaN, -2]) {
+      const m = build({ ...shape, arch: 'llama', seed: 71, ropeFreqs: [1, 2, bad, 4] });
+      await expect(loadModel(m.file, { threads: 1 })).rejects.toThrow("tensor 'rope_freqs.weight' holds a factor that is not a positive number");
+    }
+  });
+
+  it('rope.scaling.factor 0 means no scaling, as llama.cpp reads it', async () => {
+    const plain = build({ ...shape, arch: 'llama', seed: 72 });
+    const zero = build({ ...shape, arch: 'llama', seed: 72, metadata: { 'rope.scaling.type': 'linear', 'rope.scaling.factor': { type: 'FLOAT32', value: 0 } } });
+    const tokens = prompt(13, 14);
+    expect((await engineLogits(zero.file, tokens)).logits).toEqual((await engineLogits(plain.file, tokens)).logits);
+  });
+
+  it('a fused attn_qkv with a fused bias computes what separate Q/K/V matrices and biases do; a bias in one layer only is refused', async () => {
+    // qwen2 (with Q/K/V biases) and llama written as they are and with attn_qkv, as llama.cpp
+    // reads it for any architecture.
+    const o = { vocab: plainVocab(VOCAB), nEmbd: 32, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 48, seed: 73 };
+    /** The spec with each layer's Q, K, V rows (and biases) concatenated into attn_qkv. */
+    const fuse = (spec: GgufWriteSpec): GgufWriteSpec => {
+      const byName = new Map(spec.tensors!.map((t) => [t.name, t]));
+      const tensors: GgufWriteTensor[] = [];
+      for (const t of spec.tensors!) {
+        const m = /^blk\.(\d+)\.attn_([qkv])\.(weight|bias)$/.exec(t.name);
+        if (!m) {
+          tensors.push(t);
+          continue;
+        }
+        if (m[2] !== 'q') continue; // K and V go in with Q
+        const parts = ['q', 'k', 'v'].map((x) => byName.get(`blk.${m[1]}.attn_${x}.${m[3]}`)!);
+        const data = Float32Array.from(parts.flatMap((p) => [...(p.data as Float32Array)]));
+        const dims = m[3] === 'weight' ? [t.dims[0]!, parts.reduce((n, p) => n + p.dims[1]!, 0)] : [data.length];
+        tensors.push({ ...t, name: `blk.${m[1]}.attn_qkv.${m[3]}`, dims, data });
+      }
+      return { ...spec, tensors };
+    };
+    const write = (spec: GgufWriteSpec) => {
+      const file = path.join(dir, `m${fileNo++}.gguf`);
+      writeGguf(file, spec);
+      return file;
+    };
+    const tokens = prompt(11, 15);
+    for (const arch of ['qwen2', 'llama'] as const) {
+      const separate = tinyModel({ ...o, arch }).spec;
+      const expected = (await engineLogits(write(separate), tokens)).logits;
+      const fused = fuse(separate);
+      const names = fused.tensors!.map((t) => t.name);
+      expect(names.filter((n) => /attn_[qkv]\./.test(n))).toEqual([]);
+      expect(names.filter((n) => n.includes('attn_qkv.')).length).toBe(arch === 'qwen2' ? 4 : 2);
+      expect((await engineLogits(write(fused), tokens)).logits, arch).toEqual(expected);
+    }
+    // A bias in layer 1 only (llama: none in layer 0) would be left unread: refused instead.
+    const llama = fuse(tinyModel({ ...o, arch: 'llama' }).spec);
+    llama.tensors!.push({ name: 'blk.1.attn_qkv.bias', dims: [64], type: 'F32', data: new Float32Array(64).fill(0.5) });
+    await expect(loadModel(write(llama), { threads: 1 })).rejects.toThrow(
+      "tensor 'blk.1.attn_qkv.bias' has no counterpart in layer 0 (Q/K/V biases must be in every layer or none)",
+    );
   });
 });
 

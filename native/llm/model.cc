@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "../core/thread_pool.h"
 #include "gguf_tensors.h"
@@ -79,6 +80,16 @@ std::vector<float> rope_frequencies(int64_t rope_dim, double base, double factor
   return inv_freq;
 }
 
+// A RoPE factor tensor (rope_freqs, rope_factors_long / _short): n values, each finite and > 0
+// (they divide the frequencies).
+std::vector<float> rope_factors(const GgufFile& f, const std::string& name, int64_t n) {
+  std::vector<float> v = vector_f32(f, name, n);
+  for (float x : v) {
+    if (!(x > 0.0f) || !std::isfinite(x)) throw GgufError("tensor '" + name + "' holds a factor that is not a positive number");
+  }
+  return v;
+}
+
 // A positive float key, or `fallback` when absent.
 double positive_float(const GgufFile& f, const std::string& key, double fallback) {
   if (f.find(key) == nullptr) return fallback;
@@ -116,6 +127,23 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   if (f.find(p + "attention.value_length") && require_uint(f, p + "attention.value_length") != c.head_dim) {
     throw GgufError("attention.value_length differs from attention.key_length (unsupported)");
   }
+  // Every later size is a product of the head counts and the head dimension: check them against
+  // the first layer's query matrix (whose size the file's data bounds) before anything is sized
+  // from them. Without this a 1 KB file with key_length 2^31 asked for 8 GiB of RoPE tables.
+  {
+    const uint64_t q = static_cast<uint64_t>(c.n_heads) * static_cast<uint64_t>(c.head_dim);
+    const uint64_t kv = static_cast<uint64_t>(c.n_kv_heads) * static_cast<uint64_t>(c.head_dim);
+    const GgufTensor* sep = f.tensor("blk.0.attn_q.weight");
+    const GgufTensor* fused = sep ? nullptr : f.tensor("blk.0.attn_qkv.weight");
+    if (sep == nullptr && fused == nullptr) throw GgufError("missing tensor 'blk.0.attn_q.weight'");
+    const GgufTensor* t = sep ? sep : fused;
+    const uint64_t rows = sep ? q : q + 2 * kv;  // at most 3 * 2^62: no overflow
+    if (t->dims.size() != 2 || t->dims[0] != c.dim || static_cast<uint64_t>(t->dims[1]) != rows) {
+      throw GgufError("tensor '" + t->name + "' has shape " + shape_string(t->dims) + ", expected [" + std::to_string(c.dim) + ", " +
+                      std::to_string(rows) + "] (" + std::to_string(c.n_heads) + " heads of " + std::to_string(c.head_dim) +
+                      (sep ? "" : ", then K and V") + ")");
+    }
+  }
   c.train_context = f.find(p + "context_length") ? require_uint(f, p + "context_length") : 2048;
   c.rms_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(*arch == "qwen2" ? 1e-6 : gemma ? 1e-6 : 1e-5));
   c.rope_base = static_cast<float>(f.get_float(p + "rope.freq_base").value_or(*arch == "qwen2" ? 1000000.0 : 10000.0));
@@ -129,6 +157,7 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   // instead of 1/sqrt(head_dim) (their query_pre_attn_scalar); llama.cpp tells them by their
   // layer count (gemma2 46, gemma3 62), and so does this.
   const bool gemma_27b = (*arch == "gemma2" && c.n_layers == 46) || (*arch == "gemma3" && c.n_layers == 62);
+  if (gemma_27b && c.dim / c.n_heads == 0) throw GgufError("embedding_length is smaller than attention.head_count");
   c.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(gemma_27b ? c.dim / c.n_heads : c.head_dim)));
   if (gemma) {
     c.embed_scale = std::sqrt(static_cast<float>(c.dim));
@@ -208,8 +237,11 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   if (scaling && *scaling == "longrope" && *arch != "phi3") throw GgufError("rope.scaling.type 'longrope' is only supported for phi3");
   double linear_factor = 1.0;
   if (!scaling || *scaling != "none") {
-    linear_factor = f.find(p + "rope.scaling.factor") ? positive_float(f, p + "rope.scaling.factor", 1.0)
-                                                       : positive_float(f, p + "rope.scale_linear", 1.0);
+    const std::string key = f.find(p + "rope.scaling.factor") ? p + "rope.scaling.factor" : p + "rope.scale_linear";
+    // 0 means no scaling, as llama.cpp reads it.
+    const auto v = f.find(key) ? f.get_float(key) : std::optional<double>(1.0);
+    if (!v || !(*v >= 0.0) || !std::isfinite(*v)) throw GgufError("metadata key '" + key + "' must be a number >= 0");
+    linear_factor = *v == 0.0 ? 1.0 : *v;
   }
   c.rope_attn_factor = static_cast<float>(positive_float(f, p + "rope.scaling.attn_factor", 1.0));
 
@@ -242,11 +274,11 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 
   const int64_t half = c.rope_dim / 2;
   std::vector<float> freq_factors;
-  if (f.tensor("rope_freqs.weight")) freq_factors = vector_f32(f, "rope_freqs.weight", half);
+  if (f.tensor("rope_freqs.weight")) freq_factors = rope_factors(f, "rope_freqs.weight", half);
   if (*arch == "phi3" && (f.tensor("rope_factors_long.weight") || f.tensor("rope_factors_short.weight"))) {
     // Either without the other is a load error naming the missing one (vector_f32).
-    m->rope_long_ = rope_frequencies(c.rope_dim, c.rope_base, linear_factor, vector_f32(f, "rope_factors_long.weight", half));
-    m->rope_short_ = rope_frequencies(c.rope_dim, c.rope_base, linear_factor, vector_f32(f, "rope_factors_short.weight", half));
+    m->rope_long_ = rope_frequencies(c.rope_dim, c.rope_base, linear_factor, rope_factors(f, "rope_factors_long.weight", half));
+    m->rope_short_ = rope_frequencies(c.rope_dim, c.rope_base, linear_factor, rope_factors(f, "rope_factors_short.weight", half));
     const std::string key = p + "rope.scaling.original_context_length";
     m->rope_long_after_ = f.find(key) ? require_uint(f, key) : c.train_context;
   } else if (scaling && *scaling == "longrope") {
@@ -264,7 +296,7 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     local_freq = keep(rope_frequencies(c.rope_dim, positive_float(f, p + "rope.freq_base_swa", 10000.0), linear_factor, freq_factors));
   }
 
-  c.has_qkv_bias = f.tensor("blk.0.attn_q.bias") != nullptr;
+  c.has_qkv_bias = f.tensor("blk.0.attn_q.bias") != nullptr || f.tensor("blk.0.attn_qkv.bias") != nullptr;
   if (*arch == "qwen2" && !c.has_qkv_bias) throw GgufError("missing tensor 'blk.0.attn_q.bias' (qwen2 has QKV biases)");
   // Every layer has at least 6 tensors (phi3's fused attn_qkv and ffn_up). Without this bound a
   // block_count of 2^24 in a one-layer file sized the layers for it (5 GiB) before the missing
@@ -281,8 +313,8 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     const std::string b = "blk." + std::to_string(l) + ".";
     L.attn_norm = keep(vector_f32(f, b + "attn_norm.weight", c.dim));
     if (f.tensor(b + "attn_qkv.weight")) {
-      // Fused Q, K, V rows (phi3): three row views of one matrix.
-      if (f.tensor(b + "attn_qkv.bias")) throw GgufError("tensor '" + b + "attn_qkv.bias' is not supported");
+      // Fused Q, K, V rows (phi3; llama.cpp reads them for any architecture): three row views of
+      // one matrix.
       const WeightMatrix qkv = matrix(f, b + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.dim);
       L.wq = row_view(qkv, 0, c.q_dim());
       L.wk = row_view(qkv, c.q_dim(), c.kv_dim());
@@ -291,11 +323,22 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
       L.wq = matrix(f, b + "attn_q.weight", c.q_dim(), c.dim);
       L.wk = matrix(f, b + "attn_k.weight", c.kv_dim(), c.dim);
       L.wv = matrix(f, b + "attn_v.weight", c.kv_dim(), c.dim);
-      if (c.has_qkv_bias) {
-        L.bq = keep(vector_f32(f, b + "attn_q.bias", c.q_dim()));
-        L.bk = keep(vector_f32(f, b + "attn_k.bias", c.kv_dim()));
-        L.bv = keep(vector_f32(f, b + "attn_v.bias", c.kv_dim()));
-      }
+    }
+    // Biases in every layer or none, fused (attn_qkv.bias) or separate, whichever form the
+    // weights take: a bias left unread would be a wrong answer, not an error.
+    const bool fused_bias = f.tensor(b + "attn_qkv.bias") != nullptr;
+    if (c.has_qkv_bias && fused_bias) {
+      const std::vector<float> all = vector_f32(f, b + "attn_qkv.bias", c.q_dim() + 2 * c.kv_dim());
+      const auto part = [&](int64_t from, int64_t n) { return std::vector<float>(all.begin() + from, all.begin() + from + n); };
+      L.bq = keep(part(0, c.q_dim()));
+      L.bk = keep(part(c.q_dim(), c.kv_dim()));
+      L.bv = keep(part(c.q_dim() + c.kv_dim(), c.kv_dim()));
+    } else if (c.has_qkv_bias) {
+      L.bq = keep(vector_f32(f, b + "attn_q.bias", c.q_dim()));
+      L.bk = keep(vector_f32(f, b + "attn_k.bias", c.kv_dim()));
+      L.bv = keep(vector_f32(f, b + "attn_v.bias", c.kv_dim()));
+    } else if (fused_bias || f.tensor(b + "attn_q.bias")) {
+      throw GgufError("tensor '" + b + (fused_bias ? "attn_qkv" : "attn_q") + ".bias' has no counterpart in layer 0 (Q/K/V biases must be in every layer or none)");
     }
     L.wo = matrix(f, b + "attn_output.weight", c.dim, c.q_dim());
     if (c.has_qk_norm) {

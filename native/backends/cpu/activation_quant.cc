@@ -27,9 +27,9 @@ void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
     const float* v = x + i * kQK_K;
     float amax = 0.0f;
     for (int l = 0; l < kQK_K; ++l) amax = std::max(amax, std::fabs(v[l]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = d;
+    // As ggml's quantize_row_q8_K: the values scaled by 127 / amax, the scale its inverse.
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    y[i].d = amax != 0.0f ? 1.0f / id : 0.0f;
     for (int l = 0; l < kQK_K; ++l) {
       y[i].qs[l] = static_cast<int8_t>(std::min(127L, std::lrintf(v[l] * id)));
     }

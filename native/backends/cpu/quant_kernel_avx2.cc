@@ -425,9 +425,9 @@ QUANT_TARGET void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
     const float* v = x + i * kQK_K;
     __m256 m = _mm256_setzero_ps();
     for (int l = 0; l < kQK_K; l += 8) m = _mm256_max_ps(m, abs_ps(_mm256_loadu_ps(v + l)));
-    const float d = hmax_ps(m) / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = d;
+    const float amax = hmax_ps(m);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    y[i].d = amax != 0.0f ? 1.0f / id : 0.0f;
     const __m256 idv = _mm256_set1_ps(id);
     const __m256i ones = _mm256_set1_epi8(1);
     for (int l = 0; l < kQK_K; l += 32) {
