@@ -13,7 +13,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChatTemplate } from '../src/llm/chat/template.js';
 import { loadModel, type LoadModelOptions } from '../src/llm/engine/index.js';
+import { readGguf } from '../src/llm/gguf/index.js';
+import { Tokenizer } from '../src/llm/tokenizer/index.js';
 import { archModel, type Architecture, type ArchModelOptions } from './helpers/arch-models.js';
 import { ARCH_ORACLE_CASES, ARCH_ORACLE_PROMPT, ARCH_ORACLE_TOKENS, archOracleModel } from './helpers/arch-oracle-cases.js';
 import { tinyModel, writeGguf, type GgufWriteSpec, type GgufWriteTensor } from './helpers/gguf-writer.js';
@@ -460,13 +463,39 @@ describe('served end to end over the chat API', () => {
     return (await res.json()) as Completion;
   };
 
-  it.each(Object.keys(served) as Array<Architecture | 'llama3'>)('%s answers a chat completion, the same one twice at temperature 0', async (id) => {
+  /**
+   * What the answer must be: the f64 reference's greedy tokens after the prompt the host builds
+   * (the template rendered, then tokenized with the file's own tokenizer), until an
+   * end-of-generation token or 10 tokens, as text.
+   */
+  async function referenceAnswer(id: string): Promise<{ text: string; prompt: number; tokens: number }> {
+    const m = archModel({ ...served[id]!, vocab: spmVocab(TEMPLATE), seed: 7, nCtx: 256 });
+    const file = path.join(dir, `served-${id}.gguf`);
+    writeGguf(file, m.spec);
+    const tokenizer = Tokenizer.fromGguf(await readGguf(file));
+    const rendered = new ChatTemplate(TEMPLATE, {}).render([{ role: 'user', content: 'Once upon a time there was a little girl.' }]);
+    const ids = tokenizer.encode(rendered, { addSpecial: true, parseSpecial: true });
+    const prompt = ids.length;
+    const out: number[] = [];
+    while (out.length < 10) {
+      const logits = referenceLogits(m.config, m.weights, ids).at(-1)!;
+      const next = logits.reduce((best, v, i) => (v > logits[best]! ? i : best), 0);
+      if (tokenizer.isEog(next)) break;
+      out.push(next);
+      ids.push(next);
+    }
+    return { text: tokenizer.decode(out), prompt, tokens: out.length };
+  }
+
+  it.each(Object.keys(served) as Array<Architecture | 'llama3'>)("%s answers a chat completion with the f64 reference's greedy text, the same twice", async (id) => {
     const first = await chat(id);
+    const expected = await referenceAnswer(id);
     expect(first.model).toBe(id);
+    expect(first.usage.prompt_tokens).toBe(expected.prompt);
     expect(first.usage.prompt_tokens).toBeGreaterThan(8);
     expect(first.usage.completion_tokens).toBeGreaterThan(0);
-    expect(['length', 'stop']).toContain(first.choices[0]!.finish_reason);
-    expect(first.choices[0]!.message.role).toBe('assistant');
+    expect(first.choices[0]!.message).toEqual({ role: 'assistant', content: expected.text });
+    expect(first.choices[0]!.finish_reason).toBe(expected.tokens === 10 ? 'length' : 'stop');
     expect(await chat(id)).toMatchObject({ choices: [{ message: { content: first.choices[0]!.message.content } }] });
   });
 });
