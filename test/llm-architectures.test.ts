@@ -369,8 +369,8 @@ describe('what the loader checks before it sizes anything, and the forms llama.c
       expect((await engineLogits(write(fused), tokens)).logits, arch).toEqual(expected);
     }
     // A bias in layer 1 only (llama: none in layer 0) would be left unread: refused instead.
-    const llama = fuse(tinyModel({ ...o, arch: 'llama' }).spec);
-    llama.tensors!.push({ name: 'blk.1.attn_qkv.bias', dims: [64], type: 'F32', data: new Float32Array(64).fill(0.5) });
+    const fusedLlama = fuse(tinyModel({ ...o, arch: 'llama' }).spec);
+    const llama = { ...fusedLlama, tensors: [...fusedLlama.tensors!, { name: 'blk.1.attn_qkv.bias', dims: [64], type: 'F32' as const, data: new Float32Array(64).fill(0.5) }] };
     await expect(loadModel(write(llama), { threads: 1 })).rejects.toThrow(
       "tensor 'blk.1.attn_qkv.bias' has no counterpart in layer 0 (Q/K/V biases must be in every layer or none)",
     );
@@ -473,7 +473,7 @@ describe('served end to end over the chat API', () => {
     const file = path.join(dir, `served-${id}.gguf`);
     writeGguf(file, m.spec);
     const tokenizer = Tokenizer.fromGguf(await readGguf(file));
-    const rendered = new ChatTemplate(TEMPLATE, {}).render([{ role: 'user', content: 'Once upon a time there was a little girl.' }]);
+    const rendered = new ChatTemplate(TEMPLATE, { bos_token: tokenizer.bos === null ? '' : tokenizer.tokenText(tokenizer.bos), eos_token: '' }).render([{ role: 'user', content: 'Once upon a time there was a little girl.' }]);
     const ids = tokenizer.encode(rendered, { addSpecial: true, parseSpecial: true });
     const prompt = ids.length;
     const out: number[] = [];
