@@ -23,7 +23,8 @@ import { tinyModel, writeGguf, type GgufWriteSpec, type GgufWriteTensor } from '
 import type { TestHost } from './helpers/in-process-host.js';
 import { libraryHost } from './helpers/library.js';
 import { spmVocab } from './helpers/llm-models.js';
-import { plainVocab, referenceLogits, relativeError, type ReferenceConfig } from './helpers/llm-reference.js';
+import { engineLogits, seededPrompt, worstRelativeError } from './helpers/engine-logits.js';
+import { plainVocab, referenceLogits, type ReferenceConfig } from './helpers/llm-reference.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llm-architectures-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -37,27 +38,9 @@ function build(o: Omit<ArchModelOptions, 'vocab'>) {
   return { ...m, file };
 }
 
-function prompt(n: number, seed: number): number[] {
-  let s = seed;
-  return Array.from({ length: n }, () => (s = (s * 1103515245 + 12345) % 2147483648) % VOCAB);
-}
+const prompt = (n: number, seed: number) => seededPrompt(n, VOCAB, seed);
 
-async function engineLogits(file: string, tokens: number[], options: LoadModelOptions = {}) {
-  const model = await loadModel(file, { threads: 2, ...options });
-  try {
-    return { logits: await model.logits(tokens, { allPositions: true }), info: model.info() };
-  } finally {
-    await model.unload();
-  }
-}
-
-function compare(all: Float32Array, expected: Float64Array[]): number {
-  let worst = 0;
-  expected.forEach((row, p) => {
-    worst = Math.max(worst, relativeError(all.subarray(p * VOCAB, (p + 1) * VOCAB), row));
-  });
-  return worst;
-}
+const compare = (all: Float32Array, expected: Float64Array[]) => worstRelativeError(all, expected, VOCAB);
 
 const TOL = 1e-4;
 const FAR = 1e-2;

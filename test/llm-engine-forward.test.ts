@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadModel, type LoadModelOptions } from '../src/llm/engine/index.js';
 import { writeGguf, type TinyModelOptions } from './helpers/gguf-writer.js';
 import type { QuantType } from './helpers/ggml-quants.js';
+import { engineLogits, seededPrompt as prompt, worstRelativeError as compare } from './helpers/engine-logits.js';
 import { plainVocab, referenceLogits, referenceModel, relativeError } from './helpers/llm-reference.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llm-engine-forward-'));
@@ -18,28 +19,6 @@ function build(o: TinyModelOptions) {
   const file = path.join(dir, `m${fileNo++}.gguf`);
   writeGguf(file, ref.model.spec);
   return { ...ref, file };
-}
-
-function prompt(n: number, vocab: number, seed: number): number[] {
-  let s = seed;
-  return Array.from({ length: n }, () => (s = (s * 1103515245 + 12345) % 2147483648) % vocab);
-}
-
-async function engineLogits(file: string, tokens: number[], options: LoadModelOptions = {}) {
-  const model = await loadModel(file, { threads: 2, ...options });
-  try {
-    return { logits: await model.logits(tokens, { allPositions: true }), info: model.info() };
-  } finally {
-    await model.unload();
-  }
-}
-
-function compare(all: Float32Array, expected: Float64Array[], vocab: number): number {
-  let worst = 0;
-  expected.forEach((row, p) => {
-    worst = Math.max(worst, relativeError(all.subarray(p * vocab, (p + 1) * vocab), row));
-  });
-  return worst;
 }
 
 const small = { vocab: plainVocab(96), nEmbd: 32, nLayer: 2, nHead: 4, nFf: 48 } as const;

@@ -25,9 +25,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadModel, type LoadModelOptions } from '../src/llm/engine/index.js';
 import { writeGguf, type GgufWriteTensor, type TinyModelOptions } from './helpers/gguf-writer.js';
 import { dequantize, quantize, type QuantType } from './helpers/ggml-quants.js';
+import { engineLogits, seededPrompt, worstRelativeError } from './helpers/engine-logits.js';
 import { plainVocab, referenceLogits, referenceModel, relativeError } from './helpers/llm-reference.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llm-tensor-types-'));
@@ -53,27 +53,9 @@ function build(o: TinyModelOptions, typeOf: (t: GgufWriteTensor) => QuantType | 
   return { ...ref, file };
 }
 
-function prompt(n: number, seed: number): number[] {
-  let s = seed;
-  return Array.from({ length: n }, () => (s = (s * 1103515245 + 12345) % 2147483648) % VOCAB);
-}
+const prompt = (n: number, seed: number) => seededPrompt(n, VOCAB, seed);
 
-async function engineLogits(file: string, tokens: number[], options: LoadModelOptions = {}) {
-  const model = await loadModel(file, { threads: 2, ...options });
-  try {
-    return { logits: await model.logits(tokens, { allPositions: true }), info: model.info() };
-  } finally {
-    await model.unload();
-  }
-}
-
-function worst(all: Float32Array, expected: Float64Array[]): number {
-  let w = 0;
-  expected.forEach((row, p) => {
-    w = Math.max(w, relativeError(all.subarray(p * VOCAB, (p + 1) * VOCAB), row));
-  });
-  return w;
-}
+const worst = (all: Float32Array, expected: Float64Array[]) => worstRelativeError(all, expected, VOCAB);
 
 /** Scalar and SIMD logits against the reference; returns the engine's tensor type counts. */
 async function check(m: ReturnType<typeof build>, tokens: number[]) {
