@@ -1,4 +1,4 @@
-// AVX-512 (F, BW, VL, VNNI) tile products for Q8_0 and Q4_K weights (see quant_kernels.h):
+// AVX-512 (F, BW, VL, VNNI) tile products for Q8_0, Q4_K, Q5_K and Q6_K weights (see quant_kernels.h):
 // several weight rows times several activation rows per call, each weight block loaded and
 // unpacked once and applied to every token of the tile. Two shapes, by token count:
 //
@@ -9,13 +9,17 @@
 //   -128 * (sum of the activations): dpbusd(-128*sum(a), w + 128, a) = w . a exactly. Q4_K: the
 //   quants are unsigned already; vpmaddubsw gives pair sums (at most 2*15*127, no saturation) and
 //   vpdpwssd applies the sub-block's 6-bit scale while accumulating; the mins go through the
-//   activation sums of 16 (bsums) with one vpmaddwd.
+//   activation sums of 16 (bsums) with one vpmaddwd. Q5_K: Q4_K's with the fifth bit (qh) or-ed
+//   in. Q6_K: its quants taken unsigned (0..63), the int8 scale per 16 elements applied by
+//   vpdpwssd, and the offset of 32 taken off through the bsums (32 * sum of scale x bsum).
 // - 8 tokens or more (prefill, batched decoding): 16 rows at a time are packed into a panel where
 //   each 32-bit lane of a 512-bit vector belongs to one row (an 8x8 transpose of 4-byte groups per
 //   half), so one vpdpbusd multiplies 16 rows by the same 4 activations (a 32-bit broadcast) with
 //   every lane useful: a 32-element block of 16 rows x 1 token costs 8 vpdpbusd plus a
 //   conversion and two multiply-adds, where the row tiles spend 16 x 4 instructions. The panel is
 //   packed once per item (16 rows x a chunk of tokens) and reused for every token from L1/L2.
+//   Q4_K / Q5_K apply the 6-bit scale per sub-block of 32 (vpmulld), Q6_K its int8 scale per 16,
+//   each group's sum starting from -32 times its activation sum.
 //
 // The single-token kernels walk one row at a time (one sequential stream: the hardware prefetchers
 // handle it best); multi-row tiles prefetch the next tile's rows in order.
