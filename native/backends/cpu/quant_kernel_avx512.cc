@@ -248,9 +248,11 @@ Q512_TARGET void tile_q4_k(int64_t nsb, const uint8_t* w, const BlockQ8_K* a, in
     if constexpr (std::is_same_v<Block, BlockQ5_K>) {
       // element l of sub-block j has its fifth bit in bit j of qh[l]
       const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh));
-      const __m256i one = _mm256_set1_epi8(1);
-      for (int j = 0; j < 8; ++j)
-        q[j] = _mm256_or_si256(q[j], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4));
+      const __m256i bit4 = _mm256_set1_epi8(0x10);
+      for (int j = 0; j < 8; ++j) {
+        const __m256i h = j <= 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+        q[j] = _mm256_ternarylogic_epi32(q[j], h, bit4, 0xF8);  // q | (h & 0x10)
+      }
     }
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk.d));
     const __m256 dmin = _mm256_set1_ps(_cvtsh_ss(blk.dmin));
@@ -468,10 +470,10 @@ Q512_TARGET void tile_q6_k(int64_t nsb, const uint8_t* w, const BlockQ8_K* a, in
     }
     // the 16 scales as int16; per sub-block s, sc[2s] on the low 8 pair sums, sc[2s + 1] on the high 8
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
-    alignas(32) int16_t scs[16];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(scs), sc16);
     __m256i sc[8];
-    for (int s = 0; s < 8; ++s) sc[s] = _mm256_set_m128i(_mm_set1_epi16(scs[2 * s + 1]), _mm_set1_epi16(scs[2 * s]));
+    for (int s = 0; s < 8; ++s)
+      sc[s] = _mm256_permutexvar_epi16(_mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(2 * s + 1)),
+                                                        _mm_set1_epi16(static_cast<int16_t>(2 * s))), sc16);
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk.d));
     for (int t = 0; t < T; ++t) {
       const BlockQ8_K& ab = a[t * a_stride + b];
