@@ -78,8 +78,9 @@ const matmul = (c: Case, weights: Uint8Array, x: Float32Array, simd: SimdLevel, 
 
 describe('quantized matmul kernels match the scalar kernels', () => {
   const shapes: Array<[number, number]> = [
-    // [rows, n]. AVX-512: 1 or 4 rows x up to 4 tokens (Q8_0) and 1 row x up to 8 tokens (Q4_K)
-    // below 8 tokens; from 8 tokens on, panels of 16 rows x 8 tokens.
+    // [rows, n]. AVX-512: 1 or 4 rows x up to 4 tokens (Q8_0) and 1 row x up to 8 tokens (Q4_K,
+    // Q5_K, Q6_K) below 8 tokens; from 8 tokens on, panels of 16 rows x 8 tokens (row counts 9, 6,
+    // 37, 33: partial panels).
     [1, 1], [3, 1], [4, 4], [5, 2], [7, 3], [13, 5], [9, 9], [6, 17], [37, 8], [16, 20], [33, 12],
   ];
   const colsOf: Record<string, number[]> = {
@@ -156,7 +157,8 @@ describe('quantized matmul kernels match the scalar kernels', () => {
 
   // Every bit pattern, not only the ones ggml's quantizer writes: random bytes with sane f16
   // super-block scales (Q3_K scales of -32, all hmask combinations, Q5_K / Q2_K mins at their
-  // maximum...), against the scalar kernels and, through the dequantized rows, an f64 product.
+  // maximum, Q6_K scales of -128...), against the scalar kernels and, through the dequantized rows,
+  // an f64 product; 5 rows x 3 tokens (AVX-512 row tiles) and 21 rows x 11 tokens (panels).
   it('random-byte blocks of the newer types: every level against the scalar kernels and f64', () => {
     const r = rng(78);
     const layouts: Array<[QuantType, number, number, number[]]> = [
@@ -167,12 +169,13 @@ describe('quantized matmul kernels match the scalar kernels', () => {
       ['Q2_K', 256, 84, [80, 82]],
       ['Q3_K', 256, 110, [108]],
       ['Q5_K', 256, 176, [0, 2]],
+      ['Q6_K', 256, 210, [208]],
       ['IQ4_NL', 32, 18, [0]],
       ['IQ4_XS', 256, 136, [0]],
       ['MXFP4', 32, 17, []], // its E8M0 exponent byte is set below
     ];
-    for (const [type, blockElems, blockBytes, scaleAt] of layouts) {
-      const rows = 5, cols = 512, n = 3;
+    for (const [type, blockElems, blockBytes, scaleAt] of layouts) for (const [rows, n] of [[5, 3], [21, 11]] as const) {
+      const cols = 512;
       const weights = new Uint8Array((rows * cols * blockBytes) / blockElems);
       for (let i = 0; i < weights.length; i++) weights[i] = Math.floor(r() * 256);
       for (let b = 0; b < weights.length / blockBytes; b++) {
@@ -194,7 +197,7 @@ describe('quantized matmul kernels match the scalar kernels', () => {
       const scalar = matmul(c, weights, x, 'scalar');
       expect(worstError(scalar, exact, magnitude), `${type} scalar vs f64`).toBeLessThan(0.05);
       for (const level of simdLevels) {
-        expect(worstError(matmul(c, weights, x, level), scalar, magnitude), `${type} ${level}`).toBeLessThan(1e-5);
+        expect(worstError(matmul(c, weights, x, level), scalar, magnitude), `${type} ${level} ${rows}x${n}`).toBeLessThan(1e-5);
       }
     }
   });

@@ -90,6 +90,8 @@ Napi::Value KernelCheck(const Napi::CallbackInfo& info) {
     if (tiles.IsBoolean() && !tiles.As<Napi::Boolean>().Value()) {
       k.gemm_q8_0 = nullptr;
       k.gemm_q4_k = nullptr;
+      k.gemm_q5_k = nullptr;
+      k.gemm_q6_k = nullptr;
     }
     cpu::MatmulContext ctx(resolve_thread_count(static_cast<int>(num("threads"))), level);
     ctx.kernels = &k;

@@ -95,8 +95,12 @@ void run_item(const WeightMatrix& w, const uint8_t* act, int64_t r0, int64_t r1,
     case ggml::Type::kQ4_K:
       if (k.gemm_q4_k) return k.gemm_q4_k(cols, wr, rb, nr, ak, sk, nt, yr, ld);
       return dots(k.dot_q4_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
-    case ggml::Type::kQ5_K: return dots(k.dot_q5_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
-    case ggml::Type::kQ6_K: return dots(k.dot_q6_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
+    case ggml::Type::kQ5_K:
+      if (k.gemm_q5_k) return k.gemm_q5_k(cols, wr, rb, nr, ak, sk, nt, yr, ld);
+      return dots(k.dot_q5_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
+    case ggml::Type::kQ6_K:
+      if (k.gemm_q6_k) return k.gemm_q6_k(cols, wr, rb, nr, ak, sk, nt, yr, ld);
+      return dots(k.dot_q6_k, cols, wr, rb, nr, ak, sk, nt, yr, ld);
     case ggml::Type::kIQ4_NL: return dots(k.dot_iq4_nl, cols, wr, rb, nr, a, sa, nt, yr, ld);
     case ggml::Type::kIQ4_XS: return dots(k.dot_iq4_xs, cols, wr, rb, nr, ak, sk, nt, yr, ld);
     case ggml::Type::kMXFP4: return dots(k.dot_mxfp4, cols, wr, rb, nr, a, sa, nt, yr, ld);

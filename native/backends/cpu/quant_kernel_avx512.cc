@@ -1,4 +1,4 @@
-// AVX-512 (F, BW, VL, VNNI) tile products for Q8_0 and Q4_K weights (see quant_kernels.h):
+// AVX-512 (F, BW, VL, VNNI) tile products for Q8_0, Q4_K, Q5_K and Q6_K weights (see quant_kernels.h):
 // several weight rows times several activation rows per call, each weight block loaded and
 // unpacked once and applied to every token of the tile. Two shapes, by token count:
 //
@@ -9,13 +9,17 @@
 //   -128 * (sum of the activations): dpbusd(-128*sum(a), w + 128, a) = w . a exactly. Q4_K: the
 //   quants are unsigned already; vpmaddubsw gives pair sums (at most 2*15*127, no saturation) and
 //   vpdpwssd applies the sub-block's 6-bit scale while accumulating; the mins go through the
-//   activation sums of 16 (bsums) with one vpmaddwd.
+//   activation sums of 16 (bsums) with one vpmaddwd. Q5_K: Q4_K's with the fifth bit (qh) or-ed
+//   in. Q6_K: its quants taken unsigned (0..63), the int8 scale per 16 elements applied by
+//   vpdpwssd, and the offset of 32 taken off through the bsums (32 * sum of scale x bsum).
 // - 8 tokens or more (prefill, batched decoding): 16 rows at a time are packed into a panel where
 //   each 32-bit lane of a 512-bit vector belongs to one row (an 8x8 transpose of 4-byte groups per
 //   half), so one vpdpbusd multiplies 16 rows by the same 4 activations (a 32-bit broadcast) with
 //   every lane useful: a 32-element block of 16 rows x 1 token costs 8 vpdpbusd plus a
 //   conversion and two multiply-adds, where the row tiles spend 16 x 4 instructions. The panel is
 //   packed once per item (16 rows x a chunk of tokens) and reused for every token from L1/L2.
+//   Q4_K / Q5_K apply the 6-bit scale per sub-block of 32 (vpmulld), Q6_K its int8 scale per 16,
+//   each group's sum starting from -32 times its activation sum.
 //
 // The single-token kernels walk one row at a time (one sequential stream: the hardware prefetchers
 // handle it best); multi-row tiles prefetch the next tile's rows in order.
@@ -29,6 +33,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 // GCC 12 warns about the deliberately undefined pass-through operand inside _mm512_cvtepi32_ps.
@@ -213,15 +218,17 @@ inline void q4_k_unpack(const uint8_t* scales, uint64_t* sc, uint64_t* mn) {
   *mn = mn03 | (static_cast<uint64_t>(mn47) << 32);
 }
 
-template <int T>
+// Q4_K and Q5_K (Block): Q5_K adds the fifth bit of each quant from qh (values 0..31; pair sums
+// at most 2*31*128, still no saturation in vpmaddubsw).
+template <typename Block, int T>
 Q512_TARGET void tile_q4_k(int64_t nsb, const uint8_t* w, const BlockQ8_K* a, int64_t a_stride,
                            float* y, int64_t ldy) {
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   const __m256i low = _mm256_set1_epi8(0xF);
-  const BlockQ4_K* row = reinterpret_cast<const BlockQ4_K*>(w);
+  const Block* row = reinterpret_cast<const Block*>(w);
   for (int64_t b = 0; b < nsb; ++b) {
-    const BlockQ4_K& blk = row[b];
+    const Block& blk = row[b];
     uint64_t sc64, mn64;
     q4_k_unpack(blk.scales, &sc64, &mn64);
     // scale j as an int16 pair (sc_j, sc_j) in one dword, for vpdpwssd
@@ -237,6 +244,15 @@ Q512_TARGET void tile_q4_k(int64_t nsb, const uint8_t* w, const BlockQ8_K* a, in
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * k));
       q[2 * k] = _mm256_and_si256(v, low);
       q[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+    }
+    if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+      // element l of sub-block j has its fifth bit in bit j of qh[l]
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh));
+      const __m256i bit4 = _mm256_set1_epi8(0x10);
+      for (int j = 0; j < 8; ++j) {
+        const __m256i h = j <= 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+        q[j] = _mm256_ternarylogic_epi32(q[j], h, bit4, 0xF8);  // q | (h & 0x10)
+      }
     }
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk.d));
     const __m256 dmin = _mm256_set1_ps(_cvtsh_ss(blk.dmin));
@@ -304,6 +320,9 @@ Q512_TARGET inline void transpose_16x8(const uint8_t* const* src, int64_t nrows,
 // shifts and masks as q4_k_unpack; the quants as raw dwords (dword g of chunk k holds elements
 // 4g..4g+3 of sub-block 2k in its low nibbles and of sub-block 2k + 1 in its high nibbles), so
 // one transpose serves two sub-blocks.
+// Q5_K (Block) is packed into the same panel: its qh transposed like the quants (dword g of each
+// row's qh holds the fifth bits of elements 4g..4g+3 of every sub-block) and or-ed in.
+template <typename Block>
 Q512_TARGET void pack_q4_k(const uint8_t* w, int64_t row_bytes, int64_t nrows, int64_t nsb, PanelQ4K* out) {
   const __m512i low = _mm512_set1_epi8(0xF);
   const __mmask16 live = static_cast<__mmask16>((1u << nrows) - 1);
@@ -313,9 +332,10 @@ Q512_TARGET void pack_q4_k(const uint8_t* w, int64_t row_bytes, int64_t nrows, i
   const __m512i byte = _mm512_set1_epi32(0xFF);
   const char* next = reinterpret_cast<const char*>(w + 16 * row_bytes);
   for (int64_t b = 0; b < nsb; ++b) {
-    for (int l = 0; l < 36; ++l) _mm_prefetch(next + b * 16 * 144 + 64 * l, _MM_HINT_T1);  // as pack_q8_0
+    constexpr int64_t kPanelBytes = 16 * static_cast<int64_t>(sizeof(Block));
+    for (int64_t l = 0; l < kPanelBytes; l += 64) _mm_prefetch(next + b * kPanelBytes + l, _MM_HINT_T1);  // as pack_q8_0
     PanelQ4K& P = out[b];
-    const uint8_t* base = w + b * static_cast<int64_t>(sizeof(BlockQ4_K));
+    const uint8_t* base = w + b * static_cast<int64_t>(sizeof(Block));
     auto gather = [&](int offset) Q512_LAMBDA {
       return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offsets, base + offset, 1);
     };
@@ -337,13 +357,25 @@ Q512_TARGET void pack_q4_k(const uint8_t* w, int64_t row_bytes, int64_t nrows, i
     _mm512_store_ps(P.d, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)));
     _mm512_store_ps(P.dmin, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16))));
     const uint8_t* src[16];
+    __m512i qh[8];
+    if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+      for (int i = 0; i < 16; ++i) src[i] = base + i * row_bytes + offsetof(BlockQ5_K, qh);
+      transpose_16x8(src, nrows, qh);
+    }
+    const __m512i one = _mm512_set1_epi8(1);
     for (int k = 0; k < 4; ++k) {
-      for (int i = 0; i < 16; ++i) src[i] = base + i * row_bytes + offsetof(BlockQ4_K, qs) + 32 * k;
+      for (int i = 0; i < 16; ++i) src[i] = base + i * row_bytes + offsetof(Block, qs) + 32 * k;
       __m512i v[8];
       transpose_16x8(src, nrows, v);
       for (int g = 0; g < 8; ++g) {
-        _mm512_store_si512(P.q[2 * k] + 64 * g, _mm512_and_si512(v[g], low));
-        _mm512_store_si512(P.q[2 * k + 1] + 64 * g, _mm512_and_si512(_mm512_srli_epi16(v[g], 4), low));
+        __m512i lo = _mm512_and_si512(v[g], low), hi = _mm512_and_si512(_mm512_srli_epi16(v[g], 4), low);
+        if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+          // sub-blocks 2k and 2k + 1 take bits 2k and 2k + 1 of qh, moved to bit 4
+          lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh[g], 2 * k), one), 4));
+          hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh[g], 2 * k + 1), one), 4));
+        }
+        _mm512_store_si512(P.q[2 * k] + 64 * g, lo);
+        _mm512_store_si512(P.q[2 * k + 1] + 64 * g, hi);
       }
     }
   }
@@ -393,6 +425,7 @@ Q512_TARGET void panel_q4_k(const PanelQ4K* p, int64_t nsb, const BlockQ8_K* a, 
 
 using PanelQ4Fn = void (*)(const PanelQ4K*, int64_t, const BlockQ8_K*, int64_t, float*, int64_t, int64_t);
 
+template <typename Block>
 Q512_TARGET void gemm_q4_k_panels(int64_t nsb, const uint8_t* w, int64_t row_bytes, int64_t rows,
                                   const BlockQ8_K* a, int64_t a_stride, int64_t n, float* y, int64_t ldy) {
   static const PanelQ4Fn fns[kPanelT] = {panel_q4_k<1>, panel_q4_k<2>, panel_q4_k<3>, panel_q4_k<4>,
@@ -401,7 +434,164 @@ Q512_TARGET void gemm_q4_k_panels(int64_t nsb, const uint8_t* w, int64_t row_byt
   panel.resize(static_cast<size_t>(nsb));
   for (int64_t r0 = 0; r0 < rows; r0 += 16) {
     const int64_t nr = std::min<int64_t>(16, rows - r0);
-    pack_q4_k(w + r0 * row_bytes, row_bytes, nr, nsb, panel.data());
+    pack_q4_k<Block>(w + r0 * row_bytes, row_bytes, nr, nsb, panel.data());
+    for (int64_t t0 = 0; t0 < n; t0 += kPanelT) {
+      const int64_t nt = std::min<int64_t>(kPanelT, n - t0);
+      fns[nt - 1](panel.data(), nsb, a + t0 * a_stride, a_stride, y + t0 * ldy + r0, ldy, nr);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Q6_K row tiles
+
+// The quants of sub-block s = 4h + k (elements 128h + 32k + l, l < 32), unsigned 0..63: low
+// nibbles of ql[64h + 32(k & 1) + l] (high nibbles for k >= 2), bits 2k, 2k + 1 of qh[32h + l]
+// on top. Their scales are sc[2s] (l < 16) and sc[2s + 1]. The offset of 32 comes off as
+// 32 * sum_i sc_i * bsum_i (bsums: the activation sums of 16), so value = d * sc * (q - 32).
+template <int T>
+Q512_TARGET void tile_q6_k(int64_t nsb, const uint8_t* w, const BlockQ8_K* a, int64_t a_stride,
+                           float* y, int64_t ldy) {
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi8(0xF), two = _mm256_set1_epi8(3);
+  const BlockQ6_K* row = reinterpret_cast<const BlockQ6_K*>(w);
+  for (int64_t b = 0; b < nsb; ++b) {
+    const BlockQ6_K& blk = row[b];
+    __m256i q[8];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * h));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * h + 32));
+      const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h));
+      const __m256i lo[4] = {_mm256_and_si256(l0, low), _mm256_and_si256(l1, low),
+                             _mm256_and_si256(_mm256_srli_epi16(l0, 4), low),
+                             _mm256_and_si256(_mm256_srli_epi16(l1, 4), low)};
+      for (int k = 0; k < 4; ++k)
+        q[4 * h + k] = _mm256_or_si256(lo[k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), two), 4));
+    }
+    // the 16 scales as int16; per sub-block s, sc[2s] on the low 8 pair sums, sc[2s + 1] on the high 8
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
+    __m256i sc[8];
+    for (int s = 0; s < 8; ++s)
+      sc[s] = _mm256_permutexvar_epi16(_mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(2 * s + 1)),
+                                                        _mm_set1_epi16(static_cast<int16_t>(2 * s))), sc16);
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk.d));
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8_K& ab = a[t * a_stride + b];
+      // -32 * sum_i sc_i * bsum_i to start from
+      __m256i s = _mm256_slli_epi32(
+          _mm256_sub_epi32(_mm256_setzero_si256(),
+                           _mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)))),
+          5);
+      for (int j = 0; j < 8; ++j) {
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 32 * j));
+        s = _mm256_dpwssd_epi32(s, _mm256_maddubs_epi16(q[j], av), sc[j]);
+      }
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) y[t * ldy] = hsum_ps(acc[t]);
+}
+
+// ---------------------------------------------------------------- Q6_K panels
+
+// The 6-bit quants of 16 rows transposed like Q4_K's, per group i of 16 elements (scale i): 4
+// vpdpbusd per row and token, started from -32 * bsum_i (the offset), then one vpmulld by the
+// rows' int8 scale.
+struct alignas(64) PanelQ6K {
+  uint8_t q[16][4 * 64];  // group i of 16 elements, dword g: 4 quants per row, rows 0-15
+  int32_t sc[16][16];     // scale i of each row
+  float d[16];
+};
+
+Q512_TARGET void pack_q6_k(const uint8_t* w, int64_t row_bytes, int64_t nrows, int64_t nsb, PanelQ6K* out) {
+  const __mmask16 live = static_cast<__mmask16>((1u << nrows) - 1);
+  const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                             _mm512_set1_epi32(static_cast<int32_t>(row_bytes)));
+  const __m512i low = _mm512_set1_epi8(0xF), two = _mm512_set1_epi8(3);
+  const char* next = reinterpret_cast<const char*>(w + 16 * row_bytes);
+  constexpr int64_t kPanelBytes = 16 * static_cast<int64_t>(sizeof(BlockQ6_K));
+  for (int64_t b = 0; b < nsb; ++b) {
+    for (int64_t l = 0; l < kPanelBytes; l += 64) _mm_prefetch(next + b * kPanelBytes + l, _MM_HINT_T1);  // as pack_q8_0
+    PanelQ6K& P = out[b];
+    const uint8_t* base = w + b * static_cast<int64_t>(sizeof(BlockQ6_K));
+    auto gather = [&](int64_t offset) Q512_LAMBDA {
+      return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offsets, base + offset, 1);
+    };
+    // scales 4u..4u+3 in dword u; sign-extended byte by byte
+    for (int u = 0; u < 4; ++u) {
+      const __m512i v = gather(static_cast<int64_t>(offsetof(BlockQ6_K, scales)) + 4 * u);
+      for (int k = 0; k < 4; ++k)
+        _mm512_store_si512(P.sc[4 * u + k], _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * k), 24));
+    }
+    // d is the last field: read it with the two scales before it (a dword at d would pass the block's end)
+    const __m512i dd = gather(static_cast<int64_t>(offsetof(BlockQ6_K, d)) - 2);
+    _mm512_store_ps(P.d, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16))));
+    const uint8_t* src[16];
+    for (int h = 0; h < 2; ++h) {
+      __m512i hb[8], l0[8], l1[8];
+      for (int i = 0; i < 16; ++i) src[i] = base + i * row_bytes + offsetof(BlockQ6_K, qh) + 32 * h;
+      transpose_16x8(src, nrows, hb);
+      for (int i = 0; i < 16; ++i) src[i] = base + i * row_bytes + offsetof(BlockQ6_K, ql) + 64 * h;
+      transpose_16x8(src, nrows, l0);
+      for (int i = 0; i < 16; ++i) src[i] = base + i * row_bytes + offsetof(BlockQ6_K, ql) + 64 * h + 32;
+      transpose_16x8(src, nrows, l1);
+      for (int k = 0; k < 4; ++k) {
+        const int s = 4 * h + k;  // sub-block: groups 2s (dwords 0-3) and 2s + 1 (dwords 4-7)
+        for (int g = 0; g < 8; ++g) {
+          const __m512i l = k & 1 ? l1[g] : l0[g];
+          const __m512i nib = k < 2 ? _mm512_and_si512(l, low) : _mm512_and_si512(_mm512_srli_epi16(l, 4), low);
+          const __m512i top = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb[g], 2 * k), two), 4);
+          _mm512_store_si512(P.q[2 * s + g / 4] + 64 * (g % 4), _mm512_or_si512(nib, top));
+        }
+      }
+    }
+  }
+}
+
+template <int T>
+Q512_TARGET void panel_q6_k(const PanelQ6K* p, int64_t nsb, const BlockQ8_K* a, int64_t a_stride,
+                            float* y, int64_t ldy, int64_t nrows) {
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nsb; ++b) {
+    const PanelQ6K& P = p[b];
+    __m512i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    for (int i = 0; i < 16; ++i) {
+      __m512i w[4];
+      for (int g = 0; g < 4; ++g) w[g] = _mm512_load_si512(P.q[i] + 64 * g);
+      const __m512i sc = _mm512_load_si512(P.sc[i]);
+      for (int t = 0; t < T; ++t) {
+        const BlockQ8_K& ab = a[t * a_stride + b];
+        const int8_t* aq = ab.qs + 16 * i;
+        __m512i dp = _mm512_set1_epi32(-32 * static_cast<int32_t>(ab.bsums[i]));
+        for (int g = 0; g < 4; ++g) {
+          int32_t a4;
+          std::memcpy(&a4, aq + 4 * g, 4);
+          dp = _mm512_dpbusd_epi32(dp, w[g], _mm512_set1_epi32(a4));
+        }
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dp, sc));
+      }
+    }
+    const __m512 d = _mm512_load_ps(P.d);
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(a[t * a_stride + b].d)), acc[t]);
+  }
+  const __mmask16 mask = static_cast<__mmask16>((1u << nrows) - 1);
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
+}
+
+using PanelQ6Fn = void (*)(const PanelQ6K*, int64_t, const BlockQ8_K*, int64_t, float*, int64_t, int64_t);
+
+Q512_TARGET void gemm_q6_k_panels(int64_t nsb, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                                  const BlockQ8_K* a, int64_t a_stride, int64_t n, float* y, int64_t ldy) {
+  static const PanelQ6Fn fns[kPanelT] = {panel_q6_k<1>, panel_q6_k<2>, panel_q6_k<3>, panel_q6_k<4>,
+                                         panel_q6_k<5>, panel_q6_k<6>, panel_q6_k<7>, panel_q6_k<8>};
+  static thread_local std::vector<PanelQ6K> panel;
+  panel.resize(static_cast<size_t>(nsb));
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const int64_t nr = std::min<int64_t>(16, rows - r0);
+    pack_q6_k(w + r0 * row_bytes, row_bytes, nr, nsb, panel.data());
     for (int64_t t0 = 0; t0 < n; t0 += kPanelT) {
       const int64_t nt = std::min<int64_t>(kPanelT, n - t0);
       fns[nt - 1](panel.data(), nsb, a + t0 * a_stride, a_stride, y + t0 * ldy + r0, ldy, nr);
@@ -444,12 +634,24 @@ Q512_TARGET void gemm_q8_0(int64_t cols, const uint8_t* w, int64_t row_bytes, in
   }
 }
 
-Q512_TARGET void gemm_q4_k(int64_t cols, const uint8_t* w, int64_t row_bytes, int64_t rows,
-                           const BlockQ8_K* a, int64_t a_stride, int64_t n, float* y, int64_t ldy) {
-  static const Q4Tile tiles[kQ4T] = {tile_q4_k<1>, tile_q4_k<2>, tile_q4_k<3>, tile_q4_k<4>,
-                                     tile_q4_k<5>, tile_q4_k<6>, tile_q4_k<7>, tile_q4_k<8>};
+template <typename Block, int T>
+constexpr Q4Tile k_tile() {
+  if constexpr (std::is_same_v<Block, BlockQ6_K>) return tile_q6_k<T>;
+  else return tile_q4_k<Block, T>;
+}
+
+// One row x up to 8 tokens below 8 tokens, panels from 8 on: Q4_K, Q5_K (Block) and Q6_K alike.
+template <typename Block>
+Q512_TARGET void gemm_k(int64_t cols, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                        const BlockQ8_K* a, int64_t a_stride, int64_t n, float* y, int64_t ldy) {
+  constexpr bool q6 = std::is_same_v<Block, BlockQ6_K>;
+  static const Q4Tile tiles[kQ4T] = {k_tile<Block, 1>(), k_tile<Block, 2>(), k_tile<Block, 3>(), k_tile<Block, 4>(),
+                                     k_tile<Block, 5>(), k_tile<Block, 6>(), k_tile<Block, 7>(), k_tile<Block, 8>()};
   const int64_t nsb = cols / kQK_K;
-  if (n >= kPanelMinTokens) return gemm_q4_k_panels(nsb, w, row_bytes, rows, a, a_stride, n, y, ldy);
+  if (n >= kPanelMinTokens) {
+    if constexpr (q6) return gemm_q6_k_panels(nsb, w, row_bytes, rows, a, a_stride, n, y, ldy);
+    else return gemm_q4_k_panels<Block>(nsb, w, row_bytes, rows, a, a_stride, n, y, ldy);
+  }
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t t0 = 0; t0 < n; t0 += kQ4T) {
       const int64_t nt = std::min<int64_t>(kQ4T, n - t0);
@@ -459,12 +661,14 @@ Q512_TARGET void gemm_q4_k(int64_t cols, const uint8_t* w, int64_t row_bytes, in
 }
 
 QuantKernels make_table() {
-  // Every dot product (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4 included) is the AVX2
+  // Every dot product (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 included) is the AVX2
   // table's function.
   QuantKernels k = *quant_kernels_avx2();
   k.name = "avx512-vnni";
   k.gemm_q8_0 = gemm_q8_0;
-  k.gemm_q4_k = gemm_q4_k;
+  k.gemm_q4_k = gemm_k<BlockQ4_K>;
+  k.gemm_q5_k = gemm_k<BlockQ5_K>;
+  k.gemm_q6_k = gemm_k<BlockQ6_K>;
   return k;
 }
 

@@ -302,7 +302,7 @@ const QuantKernels kScalar{"scalar",       dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_
                            dot_q5_0,       dot_q2_k, dot_q3_k, dot_q5_k, dot_q4_1,
                            dot_q5_1,       dot_iq4_nl, dot_iq4_xs,
                            dot_mxfp4,      dot_f32,
-                           f16_to_f32,     nullptr,  nullptr,  quantize_row_q8a,
+                           f16_to_f32,     nullptr,  nullptr,  nullptr, nullptr, quantize_row_q8a,
                            quantize_row_q8_k, attend, silu_mul,
                            gelu_mul};
 

@@ -75,6 +75,10 @@ struct QuantKernels {
                     const BlockQ8A* a, int64_t a_stride, int64_t n, float* y, int64_t ldy);
   void (*gemm_q4_k)(int64_t cols, const uint8_t* w, int64_t row_bytes, int64_t rows,
                     const BlockQ8_K* a, int64_t a_stride, int64_t n, float* y, int64_t ldy);
+  void (*gemm_q5_k)(int64_t cols, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                    const BlockQ8_K* a, int64_t a_stride, int64_t n, float* y, int64_t ldy);
+  void (*gemm_q6_k)(int64_t cols, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                    const BlockQ8_K* a, int64_t a_stride, int64_t n, float* y, int64_t ldy);
 
   // Activation rows (n a multiple of 32 / 256), same results as quantize_row_q8a / _q8_k.
   void (*quantize_q8a)(const float* x, BlockQ8A* y, int64_t n);
