@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ChatTemplate } from '../src/llm/chat/template.js';
 import { loadModel, type LoadModelOptions } from '../src/llm/engine/index.js';
 import { readGguf } from '../src/llm/gguf/index.js';
@@ -20,9 +20,7 @@ import { Tokenizer } from '../src/llm/tokenizer/index.js';
 import { archModel, type Architecture, type ArchModelOptions } from './helpers/arch-models.js';
 import { ARCH_ORACLE_CASES, ARCH_ORACLE_PROMPT, ARCH_ORACLE_TOKENS, archOracleModel } from './helpers/arch-oracle-cases.js';
 import { tinyModel, writeGguf, type GgufWriteSpec, type GgufWriteTensor } from './helpers/gguf-writer.js';
-import type { TestHost } from './helpers/in-process-host.js';
-import { libraryHost } from './helpers/library.js';
-import { spmVocab } from './helpers/llm-models.js';
+import { serveArchModels, servedModel, SERVED_QUESTION, SERVED_TEMPLATE } from './helpers/arch-serving.js';
 import { engineLogits, seededPrompt, worstRelativeError } from './helpers/engine-logits.js';
 import { plainVocab, referenceLogits, type ReferenceConfig } from './helpers/llm-reference.js';
 
@@ -406,7 +404,6 @@ describe.each(['Q8_0', 'Q4_K'] as const)('%s weights', (type) => {
 });
 
 describe('served end to end over the chat API', () => {
-  const TEMPLATE = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>";
   const served: Record<string, Omit<ArchModelOptions, 'vocab'>> = {
     qwen3: { ...shape, arch: 'qwen3', headDim: 16 },
     gemma2: { ...shape, arch: 'gemma2', weightScale: 0.12, metadata: { 'attention.sliding_window': { type: 'UINT32', value: 8 } } },
@@ -414,37 +411,7 @@ describe('served end to end over the chat API', () => {
     phi3: { ...shape, arch: 'phi3', name: 'tiny-p-three' },
     llama3: { ...shape, arch: 'llama', ropeFreqs: [1, 2, 4, 8] },
   };
-  let host: TestHost;
-  let token: string;
-  beforeAll(async () => {
-    ({ host, token } = await libraryHost((modelsDir) => {
-      const files: Record<string, string> = {};
-      for (const [id, o] of Object.entries(served)) {
-        writeGguf(path.join(modelsDir, `${id}.gguf`), archModel({ ...o, vocab: spmVocab(TEMPLATE), seed: 7, nCtx: 256 }).spec);
-        files[id] = `${id}.gguf`;
-      }
-      return files;
-    }, { LLM_CONTEXT_LENGTH: '256' }));
-  }, 120_000);
-  afterAll(async () => {
-    await host?.close();
-  });
-
-  interface Completion {
-    model: string;
-    choices: Array<{ message: { role: string; content: string }; finish_reason: string }>;
-    usage: { prompt_tokens: number; completion_tokens: number };
-  }
-  const chat = async (model: string): Promise<Completion> => {
-    const res = await fetch(`${host.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      // A prompt longer than the gemma models' window of 8.
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Once upon a time there was a little girl.' }], max_tokens: 10, temperature: 0 }),
-    });
-    expect(res.status).toBe(200);
-    return (await res.json()) as Completion;
-  };
+  const chat = serveArchModels(served);
 
   /**
    * What the answer must be: the f64 reference's greedy tokens after the prompt the host builds
@@ -452,11 +419,11 @@ describe('served end to end over the chat API', () => {
    * end-of-generation token or 10 tokens, as text.
    */
   async function referenceAnswer(id: string): Promise<{ text: string; prompt: number; tokens: number }> {
-    const m = archModel({ ...served[id]!, vocab: spmVocab(TEMPLATE), seed: 7, nCtx: 256 });
+    const m = servedModel(served[id]!);
     const file = path.join(dir, `served-${id}.gguf`);
     writeGguf(file, m.spec);
     const tokenizer = Tokenizer.fromGguf(await readGguf(file));
-    const rendered = new ChatTemplate(TEMPLATE, { bos_token: tokenizer.bos === null ? '' : tokenizer.tokenText(tokenizer.bos), eos_token: '' }).render([{ role: 'user', content: 'Once upon a time there was a little girl.' }]);
+    const rendered = new ChatTemplate(SERVED_TEMPLATE, { bos_token: tokenizer.bos === null ? '' : tokenizer.tokenText(tokenizer.bos), eos_token: '' }).render([{ role: 'user', content: SERVED_QUESTION }]);
     const ids = tokenizer.encode(rendered, { addSpecial: true, parseSpecial: true });
     const prompt = ids.length;
     const out: number[] = [];

@@ -14,13 +14,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadModel, type LoadModelOptions } from '../src/llm/engine/index.js';
 import { archModel, type ArchModelOptions } from './helpers/arch-models.js';
 import { writeGguf } from './helpers/gguf-writer.js';
-import type { TestHost } from './helpers/in-process-host.js';
-import { libraryHost } from './helpers/library.js';
-import { spmVocab } from './helpers/llm-models.js';
+import { serveArchModels } from './helpers/arch-serving.js';
 import { engineLogits, seededPrompt, worstRelativeError } from './helpers/engine-logits.js';
 import { plainVocab, referenceLogits, type ReferenceConfig, type Routes } from './helpers/llm-reference.js';
 
@@ -196,37 +194,7 @@ describe('bad files are refused, naming the key or tensor', () => {
 });
 
 describe('served end to end over the chat API', () => {
-  const TEMPLATE = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>";
-  let host: TestHost;
-  let token: string;
-  beforeAll(async () => {
-    ({ host, token } = await libraryHost((modelsDir) => {
-      const files: Record<string, string> = {};
-      for (const [id, o] of Object.entries(models)) {
-        writeGguf(path.join(modelsDir, `${id}.gguf`), archModel({ ...o, vocab: spmVocab(TEMPLATE), seed: 7, nCtx: 256 }).spec);
-        files[id] = `${id}.gguf`;
-      }
-      return files;
-    }, { LLM_CONTEXT_LENGTH: '256' }));
-  }, 120_000);
-  afterAll(async () => {
-    await host?.close();
-  });
-
-  interface Completion {
-    model: string;
-    choices: Array<{ message: { role: string; content: string }; finish_reason: string }>;
-    usage: { prompt_tokens: number; completion_tokens: number };
-  }
-  const chat = async (model: string): Promise<Completion> => {
-    const res = await fetch(`${host.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Once upon a time there was a little girl.' }], max_tokens: 10, temperature: 0 }),
-    });
-    expect(res.status).toBe(200);
-    return (await res.json()) as Completion;
-  };
+  const chat = serveArchModels(models);
 
   it.each(Object.keys(models))('%s answers a chat completion, the same one twice at temperature 0', async (id) => {
     const first = await chat(id);
