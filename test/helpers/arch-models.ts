@@ -3,7 +3,7 @@
 // plus the f64 reference configuration (llm-reference.ts) that says what each file means: what
 // llama.cpp reads from those keys, restated here from its definitions.
 import { dequantize, quantize, type QuantType } from './ggml-quants.js';
-import { gv, seededRandom, vocabMetadata, type GgufWriteSpec, type GgufWriteTensor, type GgufWriteValue, type TinyVocab } from './gguf-writer.js';
+import { decoderMetadata, gv, seededRandom, vocabMetadata, type GgufWriteSpec, type GgufWriteTensor, type GgufWriteValue, type TinyVocab } from './gguf-writer.js';
 import type { ReferenceConfig } from './llm-reference.js';
 
 export type Architecture = 'llama' | 'qwen3' | 'qwen3moe' | 'gemma2' | 'gemma3' | 'phi3';
@@ -137,17 +137,7 @@ export function archModel(o: ArchModelOptions): ArchModel {
   const ropeFreqBase = o.ropeFreqBase ?? 10000;
   const rmsEps = o.rmsEps ?? 1e-6;
   const metadata: Record<string, GgufWriteValue> = {
-    'general.architecture': a,
-    'general.name': o.name ?? `tiny-${a}`,
-    [`${a}.context_length`]: gv.u32(o.nCtx ?? 256),
-    [`${a}.embedding_length`]: gv.u32(o.nEmbd),
-    [`${a}.block_count`]: gv.u32(o.nLayer),
-    [`${a}.feed_forward_length`]: gv.u32(o.nFf),
-    [`${a}.attention.head_count`]: gv.u32(o.nHead),
-    [`${a}.attention.head_count_kv`]: gv.u32(nHeadKv),
-    [`${a}.attention.layer_norm_rms_epsilon`]: gv.f32(rmsEps),
-    [`${a}.rope.freq_base`]: gv.f32(ropeFreqBase),
-    [`${a}.rope.dimension_count`]: gv.u32(hd),
+    ...decoderMetadata(a, { ...o, nHeadKv, headDim: hd, rmsEps, ropeFreqBase }),
     ...(o.headDim !== undefined ? { [`${a}.attention.key_length`]: gv.u32(hd), [`${a}.attention.value_length`]: gv.u32(hd) } : {}),
     ...(o.longRope
       ? {

@@ -363,6 +363,30 @@ export function vocabMetadata(v: TinyVocab): Record<string, GgufWriteValue> {
   return m;
 }
 
+/**
+ * The keys every decoder file starts with, in this order (the writers' files are hashed, so the
+ * order is part of them): its architecture and name, then `<arch>.` context, widths, heads, norm
+ * epsilon and RoPE base and dimensions.
+ */
+export function decoderMetadata(
+  arch: string,
+  h: { name?: string; nCtx?: number; nEmbd: number; nLayer: number; nFf: number; nHead: number; nHeadKv: number; headDim: number; rmsEps: number; ropeFreqBase: number },
+): Record<string, GgufWriteValue> {
+  return {
+    'general.architecture': arch,
+    'general.name': h.name ?? `tiny-${arch}`,
+    [`${arch}.context_length`]: gv.u32(h.nCtx ?? 256),
+    [`${arch}.embedding_length`]: gv.u32(h.nEmbd),
+    [`${arch}.block_count`]: gv.u32(h.nLayer),
+    [`${arch}.feed_forward_length`]: gv.u32(h.nFf),
+    [`${arch}.attention.head_count`]: gv.u32(h.nHead),
+    [`${arch}.attention.head_count_kv`]: gv.u32(h.nHeadKv),
+    [`${arch}.attention.layer_norm_rms_epsilon`]: gv.f32(h.rmsEps),
+    [`${arch}.rope.freq_base`]: gv.f32(h.ropeFreqBase),
+    [`${arch}.rope.dimension_count`]: gv.u32(h.headDim),
+  };
+}
+
 export interface TinyModelOptions {
   arch: 'llama' | 'qwen2';
   vocab: TinyVocab;
@@ -449,17 +473,7 @@ export function tinyModel(o: TinyModelOptions): TinyModel {
 
   const a = o.arch;
   const metadata: Record<string, GgufWriteValue> = {
-    'general.architecture': a,
-    'general.name': o.name ?? `tiny-${a}`,
-    [`${a}.context_length`]: gv.u32(o.nCtx ?? 256),
-    [`${a}.embedding_length`]: gv.u32(o.nEmbd),
-    [`${a}.block_count`]: gv.u32(o.nLayer),
-    [`${a}.feed_forward_length`]: gv.u32(o.nFf),
-    [`${a}.attention.head_count`]: gv.u32(o.nHead),
-    [`${a}.attention.head_count_kv`]: gv.u32(nHeadKv),
-    [`${a}.attention.layer_norm_rms_epsilon`]: gv.f32(o.rmsEps ?? 1e-5),
-    [`${a}.rope.freq_base`]: gv.f32(o.ropeFreqBase ?? (a === 'qwen2' ? 1000000 : 10000)),
-    [`${a}.rope.dimension_count`]: gv.u32(headDim),
+    ...decoderMetadata(a, { ...o, nHeadKv, headDim, rmsEps: o.rmsEps ?? 1e-5, ropeFreqBase: o.ropeFreqBase ?? (a === 'qwen2' ? 1000000 : 10000) }),
     ...(o.fileType !== undefined ? { 'general.file_type': gv.u32(o.fileType) } : {}),
     ...vocabMetadata(o.vocab),
   };
